@@ -1,0 +1,16 @@
+/**
+ * An embedder turns texts into unit-length vectors. It says who it is: stored
+ * vectors carry `id`, and vectors of different embedders are never compared.
+ */
+export interface Embedder {
+  /** Stable identifier of the model and its configuration, e.g. `use-lite@1`. */
+  readonly id: string;
+  /** Length of every vector it returns. */
+  readonly dimensions: number;
+  /** Largest number of texts it takes in one call. Callers may pass more; it splits them. */
+  readonly maxBatch: number;
+  /** Embeds texts; each returned vector is L2-normalised (norm 1). Order follows `texts`. */
+  embed(texts: readonly string[]): Promise<Float32Array[]>;
+  /** Releases workers and handles. */
+  close(): Promise<void>;
+}
