@@ -1,0 +1,29 @@
+import type { Config } from '../config.ts';
+import type { CacheService } from '../cache/service.ts';
+import type { RateLimiter } from '../limits/interface.ts';
+import type { Account, ApiKey, Store } from '../store/interface.ts';
+
+/** What the routes are handed by the composition root. */
+export interface AppContext {
+  config: Config;
+  store: Store;
+  cache: CacheService;
+  limiter: RateLimiter;
+  version: string;
+  /** Reports whether the store (and other dependencies) answer; used by /healthz. */
+  ready(): Promise<{ ok: boolean; checks: Record<string, string> }>;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    account: Account | null;
+    apiKey: ApiKey | null;
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Names the route for error mapping (`check` answers INVALID_MESSAGES). */
+    route?: string;
+  }
+}

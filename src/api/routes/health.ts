@@ -1,0 +1,48 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.ts';
+import { ApiError } from '../errors.ts';
+import { requireAccount } from './util.ts';
+
+function unavailable(checks: Record<string, string>): ApiError {
+  const failing = Object.entries(checks)
+    .filter(([, v]) => v !== 'ok')
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('; ');
+  return new ApiError('SERVICE_UNAVAILABLE', `Reprise is not ready (${failing})`);
+}
+
+export function healthRoute(app: FastifyInstance, ctx: AppContext): void {
+  app.get(
+    '/api/v1/health',
+    {
+      config: { route: 'health' },
+      schema: {
+        summary: 'Tests an integration: the key works and the cache answers',
+        description: 'Uses the generic envelope {status, data, message, timestamp}.',
+      },
+    },
+    async (request) => {
+      const account = requireAccount(request);
+      const ready = await ctx.ready();
+      if (!ready.ok) throw unavailable(ready.checks);
+      return {
+        status: 'success',
+        data: {
+          healthy: true,
+          version: ctx.version,
+          account: { id: account.id, name: account.name, plan: account.plan },
+          cache_types: ctx.cache.semanticEnabled ? ['exact', 'semantic'] : ['exact'],
+          checks: ready.checks,
+        },
+        message: 'Reprise is healthy',
+        timestamp: new Date().toISOString(),
+      };
+    },
+  );
+
+  app.get('/healthz', { schema: { hide: true } }, async () => {
+    const ready = await ctx.ready();
+    if (!ready.ok) throw unavailable(ready.checks);
+    return { status: 'ok', checks: ready.checks };
+  });
+}

@@ -1,0 +1,171 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import swagger from '@fastify/swagger';
+import { authHook, setRateHeaders } from './api/auth.ts';
+import type { AppContext } from './api/context.ts';
+import { ApiError, errorBody, type ErrorCode } from './api/errors.ts';
+import { schemaErrorToApiError, type SchemaError } from './api/validation.ts';
+import { checkRoute } from './api/routes/check.ts';
+import { storeRoute } from './api/routes/store.ts';
+import { usageRoute } from './api/routes/usage.ts';
+import { healthRoute } from './api/routes/health.ts';
+import type { BucketRule } from './limits/interface.ts';
+
+export type { AppContext } from './api/context.ts';
+
+/** Fastify's own error codes that map onto the spec's codes. */
+const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', message: 'The request body is too large' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'Unsupported Content-Type; send application/json',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'INVALID_INPUT', message: 'Content-Length does not match the body' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'INVALID_INPUT', message: 'The request body is empty; send a JSON object' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'INVALID_INPUT', message: 'The request body is not valid JSON' },
+  FST_ERR_BAD_URL: { code: 'NOT_FOUND', message: 'The URL is malformed' },
+};
+
+export interface BuildOptions {
+  logger?: boolean | object;
+}
+
+/** Public (unauthenticated) paths share a generous per-address bucket, so they carry the headers too. */
+const PUBLIC_RULE: BucketRule = { capacity: 1000, refillPerSecond: 10, limit: 600 };
+
+export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger ?? false,
+    bodyLimit: ctx.config.limits.bodyBytes,
+    trustProxy: ctx.config.trustProxy,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: false } },
+    return503OnClosing: true,
+  });
+  // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
+  app.removeContentTypeParser('text/plain');
+  app.decorateRequest('account', null);
+  app.decorateRequest('apiKey', null);
+
+  // Bodies are plain JSON.stringify: the response schemas document, they do not filter.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Reprise',
+        description: 'LLM response cache: exact and semantic caching of chat completions.',
+        version: ctx.version,
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key, rp_live_…' } },
+      },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+
+  const auth = authHook(ctx);
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.url.startsWith('/api/v1/') || request.url === '/api/v1') {
+      await auth(request, reply);
+      return;
+    }
+    const r = await ctx.limiter.consume(`public:${request.ip}`, PUBLIC_RULE);
+    setRateHeaders(reply, r);
+    if (!r.allowed) {
+      reply.header('Retry-After', r.retryAfter);
+      throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many requests from this address', undefined, r.retryAfter);
+    }
+  });
+
+  // Known paths and their methods, for 405 and the Allow header.
+  const methodsByPath = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const set = methodsByPath.get(route.url) ?? new Set<string>();
+    for (const m of methods) set.add(String(m));
+    methodsByPath.set(route.url, set);
+  });
+
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const methods = methodsByPath.get(path);
+    if (methods && !methods.has(request.method)) {
+      reply.header('Allow', [...methods].join(', '));
+      throw new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${[...methods].join(' or ')}`);
+    }
+    throw new ApiError('NOT_FOUND', `No endpoint ${request.method} ${path}`);
+  });
+
+  app.setErrorHandler(async (err: FastifyError, request, reply) => {
+    const apiError = toApiError(err, request);
+    if (apiError.status >= 500) {
+      request.log.error({ err, request_id: request.id }, 'request failed');
+    }
+    reply.code(apiError.status);
+    if (apiError.code === 'RATE_LIMIT_EXCEEDED' && apiError.retryAfter !== undefined) {
+      reply.header('Retry-After', apiError.retryAfter);
+    }
+    return errorBody(apiError);
+  });
+
+  checkRoute(app, ctx);
+  storeRoute(app, ctx);
+  usageRoute(app, ctx);
+  healthRoute(app, ctx);
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  return app;
+}
+
+function toApiError(err: FastifyError, request: FastifyRequest): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err.validation) {
+    const route = request.routeOptions.config.route ?? '';
+    if (err.validationContext === 'querystring') {
+      return schemaErrorToApiError(err.validation as unknown as SchemaError[], request.query, route);
+    }
+    return schemaErrorToApiError(err.validation as unknown as SchemaError[], request.body, route);
+  }
+  const known = err.code ? FASTIFY_CODES[err.code] : undefined;
+  if (known) {
+    if (known.code === 'PAYLOAD_TOO_LARGE') {
+      return new ApiError(known.code, known.message, {
+        field: 'body',
+        expected: `at most ${request.routeOptions.bodyLimit ?? 0} bytes`,
+        received: `${request.headers['content-length'] ?? 'more'} bytes`,
+      });
+    }
+    if (known.code === 'UNSUPPORTED_MEDIA_TYPE') {
+      return new ApiError(known.code, known.message, {
+        field: 'Content-Type',
+        expected: 'application/json',
+        received: String(request.headers['content-type'] ?? 'nothing'),
+      });
+    }
+    if (known.code === 'INVALID_INPUT') {
+      return new ApiError(known.code, known.message, {
+        field: 'body',
+        expected: 'a JSON object',
+        received: err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'nothing' : 'invalid JSON',
+      });
+    }
+    return new ApiError(known.code, known.message);
+  }
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return new ApiError('INVALID_INPUT', err.message);
+  }
+  if (err.statusCode === 503 || (err as { unavailable?: boolean }).unavailable === true) {
+    return new ApiError('SERVICE_UNAVAILABLE', 'A dependency of Reprise is unavailable; retry shortly');
+  }
+  return new ApiError('INTERNAL_ERROR', 'Internal error; the request id identifies it in the server log');
+}

@@ -1,0 +1,39 @@
+import { canonicalMessages, sha256Hex, type Message } from './canonical.ts';
+
+/**
+ * How a conversation is matched semantically. The final message is the query and is embedded.
+ * Everything else must agree: the system messages and the scope (namespace) exactly, the
+ * number of earlier turns exactly, and the earlier turns either exactly (same `prefixHash`)
+ * or by similarity of their user text (`prefixText`).
+ */
+export interface SemanticKey {
+  /** Partition of the vector index: scope, system messages and shape of the conversation. */
+  contextHash: string;
+  prefixHash: string;
+  queryText: string;
+  /** Earlier user turns joined by newlines; empty for a single-turn conversation. */
+  prefixText: string;
+}
+
+export function semanticKey(messages: readonly Message[], namespace: string): SemanticKey {
+  const system: Message[] = [];
+  const turns: Message[] = [];
+  for (const m of messages) (m.role === 'system' ? system : turns).push(m);
+  const last = turns.length > 0 ? (turns[turns.length - 1] as Message) : (messages[messages.length - 1] as Message);
+  const earlier = turns.slice(0, -1);
+  const shape = earlier.map((m) => m.role[0]).join('');
+  return {
+    contextHash: sha256Hex(`${namespace}\u0000${shape}\u0000${last.role}\u0000${canonicalMessages(system)}`),
+    prefixHash: sha256Hex(canonicalMessages(earlier)),
+    queryText: last.content,
+    prefixText: earlier
+      .filter((m) => m.role === 'user')
+      .map((m) => m.content)
+      .join('\n'),
+  };
+}
+
+/** The vector-index partition of an account's context. */
+export function partitionOf(accountId: string, contextHash: string): string {
+  return `${accountId}:${contextHash}`;
+}

@@ -1,0 +1,326 @@
+import { performance } from 'node:perf_hooks';
+import type { Embedder } from '../embedding/interface.ts';
+import type { Account, Entry, Store } from '../store/interface.ts';
+import type { VectorIndex } from '../vector/interface.ts';
+import { promptHash, type Message } from './canonical.ts';
+import { partitionOf, semanticKey, type SemanticKey } from './context.ts';
+import { formatUsd, type Pricing } from './pricing.ts';
+import { dot, type HitScorer } from './scorer.ts';
+import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
+
+export type CacheType = 'exact' | 'semantic';
+
+export const DEFAULT_THRESHOLD = 0.85;
+/** Candidates taken from the index before the hit decision. */
+const CANDIDATES = 8;
+
+export interface CheckInput {
+  messages: Message[];
+  similarityThreshold?: number;
+  cacheTypes?: CacheType[];
+  /** Extension: a scope inside the account; entries of other namespaces never match. */
+  namespace?: string;
+  /** Extension: only entries stored for this model match. */
+  model?: string;
+}
+
+export interface Hit {
+  cacheHit: true;
+  answer: string;
+  cacheType: CacheType;
+  lookupTimeMs: number;
+  tokensSaved: number;
+  createdAt: string;
+  similarityScore: number | null;
+  metadata: { model: string; originalTokens: number; usageCount: number };
+  entryId: number;
+}
+
+export interface Miss {
+  cacheHit: false;
+  promptHash: string;
+  lookupTimeMs: number;
+  searchResults: { exactChecked: boolean; semanticChecked: boolean; closestMatchScore: number };
+}
+
+export type CheckResult = Hit | Miss;
+
+export interface StoreInput {
+  messages: Message[];
+  answer: string;
+  model: string;
+  tokensUsed?: number;
+  namespace?: string;
+  /** Extension: lifetime of this entry in seconds (0 = no expiry). */
+  ttlSeconds?: number;
+}
+
+export interface StoreResult {
+  stored: true;
+  cacheTypesStored: CacheType[];
+  storageTimeMs: number;
+  entryId: number;
+  promptHash: string;
+}
+
+export interface UsageSummary {
+  totalRequests: number;
+  cacheHits: number;
+  cacheMisses: number;
+  hitRatePercentage: number;
+  exactHits: number;
+  semanticHits: number;
+  averageLookupTimeMs: number;
+  tokensSaved: number;
+  estimatedCostSavings: string;
+  estimatedCostSavingsUsd: number;
+  stores: number;
+}
+
+export interface CacheDeps {
+  store: Store;
+  index: VectorIndex;
+  /** Null when semantic caching is switched off. */
+  embedder: Embedder | null;
+  scorer: HitScorer;
+  pricing: Pricing;
+  usage: UsageRecorder;
+  /** Server default lifetime of entries in seconds; 0 = none. */
+  entryTtlSeconds: number;
+  /** Minimum similarity of earlier user turns for a multi-turn semantic hit. */
+  contextThreshold?: number;
+  now?: () => number;
+}
+
+/** Estimated tokens of a text when the client does not say: about four characters a token. */
+export function estimateTokens(text: string): number {
+  return Math.max(1, Math.ceil(text.length / 4));
+}
+
+const round3 = (ms: number): number => Math.round(ms * 1000) / 1000;
+
+/** The cache's rules: check, store, usage. Knows nothing of HTTP. */
+export class CacheService {
+  private readonly now: () => number;
+  private readonly contextThreshold: number;
+
+  constructor(private readonly deps: CacheDeps) {
+    this.now = deps.now ?? Date.now;
+    this.contextThreshold = deps.contextThreshold ?? 0.8;
+  }
+
+  get semanticEnabled(): boolean {
+    return this.deps.embedder !== null;
+  }
+
+  /** Loads every stored vector of the current embedder into the index. */
+  async loadIndex(batch = 5000): Promise<number> {
+    const embedder = this.deps.embedder;
+    if (!embedder) return 0;
+    const nowIso = new Date(this.now()).toISOString();
+    let after = 0;
+    let loaded = 0;
+    for (;;) {
+      const rows = await this.deps.store.scanVectors(after, batch);
+      if (rows.length === 0) break;
+      for (const r of rows) {
+        after = r.id;
+        if (r.embedderId !== embedder.id || (r.expiresAt !== null && r.expiresAt <= nowIso)) continue;
+        this.deps.index.add(partitionOf(r.accountId, r.contextHash), r.id, r.vector);
+        loaded++;
+      }
+    }
+    return loaded;
+  }
+
+  async check(account: Account, input: CheckInput): Promise<CheckResult> {
+    const t0 = performance.now();
+    const types = input.cacheTypes ?? ['exact', 'semantic'];
+    const exactChecked = types.includes('exact');
+    const semanticChecked = types.includes('semantic') && this.deps.embedder !== null;
+    const hash = promptHash(input.messages);
+    const nowIso = new Date(this.now()).toISOString();
+    const usable = (e: Entry | null): e is Entry =>
+      e !== null &&
+      (e.expiresAt === null || e.expiresAt > nowIso) &&
+      (input.model === undefined || e.model === input.model);
+
+    if (exactChecked) {
+      const entry = await this.deps.store.getEntryByHash(account.id, hash);
+      if (usable(entry) && this.inNamespace(entry, input.namespace)) {
+        return this.hit(account, entry, 'exact', null, t0);
+      }
+    }
+
+    let closest = 0;
+    if (semanticChecked) {
+      const threshold = input.similarityThreshold ?? account.defaultThreshold ?? DEFAULT_THRESHOLD;
+      const found = await this.semanticSearch(account, input, usable);
+      if (found) {
+        closest = found.score;
+        if (found.score >= threshold) return this.hit(account, found.entry, 'semantic', found.score, t0);
+      }
+    }
+
+    const lookupTimeMs = round3(performance.now() - t0);
+    this.deps.usage.count(account.id, { requests: 1, lookupMsTotal: lookupTimeMs });
+    return {
+      cacheHit: false,
+      promptHash: hash,
+      lookupTimeMs,
+      searchResults: { exactChecked, semanticChecked, closestMatchScore: round3(closest) },
+    };
+  }
+
+  private inNamespace(entry: Entry, namespace: string | undefined): boolean {
+    return entry.contextHash === semanticKey(entry.messages, namespace ?? '').contextHash;
+  }
+
+  private async semanticSearch(
+    account: Account,
+    input: CheckInput,
+    usable: (e: Entry | null) => e is Entry,
+  ): Promise<{ entry: Entry; score: number } | null> {
+    const embedder = this.deps.embedder as Embedder;
+    const key = semanticKey(input.messages, input.namespace ?? '');
+    const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
+    const [vector, prefixVector] = await embedder.embed(texts);
+    if (!vector) return null;
+    const neighbours = this.deps.index.search(partitionOf(account.id, key.contextHash), vector, CANDIDATES);
+    if (neighbours.length === 0) return null;
+    const entries = await this.deps.store.getEntries(neighbours.map((n) => n.id));
+    const byId = new Map(entries.map((e) => [e.id, e]));
+    let best: { entry: Entry; score: number } | null = null;
+    for (const n of neighbours) {
+      const e = byId.get(n.id) ?? null;
+      if (!usable(e) || e.accountId !== account.id || e.embedderId !== embedder.id || !e.vector) continue;
+      if (!this.samePrefix(key, prefixVector ?? null, e)) continue;
+      const score = this.deps.scorer.score(
+        { text: key.queryText, vector },
+        { text: e.queryText, vector: e.vector },
+        n.cosine,
+      );
+      if (!best || score > best.score) best = { entry: e, score };
+    }
+    return best;
+  }
+
+  private samePrefix(key: SemanticKey, prefixVector: Float32Array | null, e: Entry): boolean {
+    if (key.prefixHash === e.prefixHash) return true;
+    if (!prefixVector || !e.prefixVector) return key.prefixText === e.prefixText && key.prefixText !== '';
+    return dot(prefixVector, e.prefixVector) >= this.contextThreshold;
+  }
+
+  private hit(account: Account, entry: Entry, type: CacheType, score: number | null, t0: number): Hit {
+    const uses = this.deps.usage.hit(entry.id);
+    const lookupTimeMs = round3(performance.now() - t0);
+    this.deps.usage.count(account.id, {
+      requests: 1,
+      exactHits: type === 'exact' ? 1 : 0,
+      semanticHits: type === 'semantic' ? 1 : 0,
+      lookupMsTotal: lookupTimeMs,
+      tokensSaved: entry.tokens,
+      costSaved: this.deps.pricing.cost(entry.model, entry.tokens),
+    });
+    return {
+      cacheHit: true,
+      answer: entry.answer,
+      cacheType: type,
+      lookupTimeMs,
+      tokensSaved: entry.tokens,
+      createdAt: entry.createdAt,
+      similarityScore: score === null ? null : Math.round(score * 10_000) / 10_000,
+      metadata: { model: entry.model, originalTokens: entry.tokens, usageCount: entry.usageCount + uses },
+      entryId: entry.id,
+    };
+  }
+
+  async store(account: Account, input: StoreInput): Promise<StoreResult> {
+    const t0 = performance.now();
+    const hash = promptHash(input.messages);
+    const key = semanticKey(input.messages, input.namespace ?? '');
+    const embedder = this.deps.embedder;
+    let vector: Float32Array | null = null;
+    let prefixVector: Float32Array | null = null;
+    if (embedder) {
+      const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
+      const vs = await embedder.embed(texts);
+      vector = vs[0] ?? null;
+      prefixVector = vs[1] ?? null;
+    }
+    const nowMs = this.now();
+    const ttl = input.ttlSeconds ?? account.entryTtlSeconds ?? this.deps.entryTtlSeconds;
+    const entry = await this.deps.store.putEntry({
+      accountId: account.id,
+      exactHash: hash,
+      contextHash: key.contextHash,
+      prefixHash: key.prefixHash,
+      messages: input.messages.map((m) => ({ role: m.role, content: m.content })),
+      queryText: key.queryText,
+      prefixText: key.prefixText,
+      answer: input.answer,
+      model: input.model,
+      tokens: input.tokensUsed ?? estimateTokens(input.answer),
+      embedderId: embedder?.id ?? null,
+      vector,
+      prefixVector,
+      createdAt: new Date(nowMs).toISOString(),
+      expiresAt: ttl > 0 ? new Date(nowMs + ttl * 1000).toISOString() : null,
+    });
+    if (vector) this.deps.index.add(partitionOf(account.id, key.contextHash), entry.id, vector);
+    this.deps.usage.count(account.id, { stores: 1 });
+    return {
+      stored: true,
+      cacheTypesStored: vector ? ['exact', 'semantic'] : ['exact'],
+      storageTimeMs: round3(performance.now() - t0),
+      entryId: entry.id,
+      promptHash: hash,
+    };
+  }
+
+  /** Notes that an API key was used (written in the next batch). */
+  keyUsed(keyId: string): void {
+    this.deps.usage.keyUsed(keyId);
+  }
+
+  /** Writes batched counters now. */
+  flush(): Promise<void> {
+    return this.deps.usage.flush();
+  }
+
+  /** Removes an entry from the store and the index. */
+  async deleteEntry(account: Account, id: number): Promise<boolean> {
+    const entry = await this.deps.store.getEntry(account.id, id);
+    if (!entry) return false;
+    const deleted = await this.deps.store.deleteEntry(account.id, id);
+    this.deps.index.remove(partitionOf(account.id, entry.contextHash), id);
+    return deleted;
+  }
+
+  /** Deletes expired entries and drops them from the index. Returns how many. */
+  async sweepExpired(limit = 1000): Promise<number> {
+    const gone = await this.deps.store.deleteExpired(new Date(this.now()).toISOString(), limit);
+    for (const e of gone) this.deps.index.remove(partitionOf(e.accountId, e.contextHash), e.id);
+    return gone.length;
+  }
+
+  async usage(account: Account, from?: string, to?: string): Promise<UsageSummary> {
+    const buckets = await this.deps.usage.read(account.id, from, to);
+    const t = emptyDelta();
+    for (const b of buckets) addDelta(t, b);
+    const hits = t.exactHits + t.semanticHits;
+    return {
+      totalRequests: t.requests,
+      cacheHits: hits,
+      cacheMisses: t.requests - hits,
+      hitRatePercentage: t.requests === 0 ? 0 : Math.round((hits / t.requests) * 10_000) / 100,
+      exactHits: t.exactHits,
+      semanticHits: t.semanticHits,
+      averageLookupTimeMs: t.requests === 0 ? 0 : round3(t.lookupMsTotal / t.requests),
+      tokensSaved: t.tokensSaved,
+      estimatedCostSavings: formatUsd(t.costSaved),
+      estimatedCostSavingsUsd: Math.round(t.costSaved * 1e6) / 1e6,
+      stores: t.stores,
+    };
+  }
+}

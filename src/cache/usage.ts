@@ -1,0 +1,144 @@
+import { hourBucket } from '../store/ids.ts';
+import type { Store, UsageBucket, UsageDelta, UsageRow } from '../store/interface.ts';
+
+export const emptyDelta = (): UsageDelta => ({
+  requests: 0,
+  exactHits: 0,
+  semanticHits: 0,
+  lookupMsTotal: 0,
+  tokensSaved: 0,
+  costSaved: 0,
+  stores: 0,
+});
+
+export function addDelta(into: UsageDelta, d: Partial<UsageDelta>): void {
+  into.requests += d.requests ?? 0;
+  into.exactHits += d.exactHits ?? 0;
+  into.semanticHits += d.semanticHits ?? 0;
+  into.lookupMsTotal += d.lookupMsTotal ?? 0;
+  into.tokensSaved += d.tokensSaved ?? 0;
+  into.costSaved += d.costSaved ?? 0;
+  into.stores += d.stores ?? 0;
+}
+
+/**
+ * Counts usage and entry hits in memory and writes them to the store in batches (every
+ * `flushMs` and on close), so the hot path makes no write per request. Reads merge the
+ * unwritten counts in, so a reader on this node always sees its own requests.
+ */
+export class UsageRecorder {
+  private usage = new Map<string, UsageRow>();
+  private hits = new Map<number, { count: number; at: string }>();
+  private lastUsed = new Map<string, string>();
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: Store,
+    private readonly flushMs = 1000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.flush().catch(() => undefined), this.flushMs);
+    this.timer.unref();
+  }
+
+  count(accountId: string, d: Partial<UsageDelta>): void {
+    const bucket = hourBucket(this.now());
+    const key = `${accountId}\u0000${bucket}`;
+    let row = this.usage.get(key);
+    if (!row) {
+      row = { accountId, bucket, ...emptyDelta() };
+      this.usage.set(key, row);
+    }
+    addDelta(row, d);
+  }
+
+  hit(entryId: number): number {
+    const at = new Date(this.now()).toISOString();
+    const h = this.hits.get(entryId);
+    if (h) {
+      h.count++;
+      h.at = at;
+      return h.count;
+    }
+    this.hits.set(entryId, { count: 1, at });
+    return 1;
+  }
+
+  /** Hits of an entry counted here and not yet written. */
+  pendingHits(entryId: number): number {
+    return this.hits.get(entryId)?.count ?? 0;
+  }
+
+  keyUsed(keyId: string): void {
+    this.lastUsed.set(keyId, new Date(this.now()).toISOString());
+  }
+
+  /** Buckets from the store with this node's unwritten counts added. */
+  async read(accountId: string, from?: string, to?: string): Promise<UsageBucket[]> {
+    await this.flushing;
+    const rows = await this.store.getUsage(accountId, { from, to });
+    const byBucket = new Map(rows.map((r) => [r.bucket, { ...r }]));
+    for (const row of this.usage.values()) {
+      if (row.accountId !== accountId) continue;
+      if ((from && row.bucket < from) || (to && row.bucket >= to)) continue;
+      let b = byBucket.get(row.bucket);
+      if (!b) {
+        b = { bucket: row.bucket, ...emptyDelta() };
+        byBucket.set(row.bucket, b);
+      }
+      addDelta(b, row);
+    }
+    return [...byBucket.values()].sort((a, b) => (a.bucket < b.bucket ? -1 : 1));
+  }
+
+  /** Writes what has been counted. On failure the counts are kept for the next try. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.flushNow());
+    return this.flushing;
+  }
+
+  private async flushNow(): Promise<void> {
+    const usage = this.usage;
+    const hits = this.hits;
+    const lastUsed = this.lastUsed;
+    this.usage = new Map();
+    this.hits = new Map();
+    this.lastUsed = new Map();
+    try {
+      if (usage.size > 0) await this.store.addUsage([...usage.values()]);
+    } catch (err) {
+      for (const [k, row] of usage) {
+        const cur = this.usage.get(k);
+        if (cur) addDelta(cur, row);
+        else this.usage.set(k, row);
+      }
+      for (const [id, h] of hits) this.mergeHit(id, h);
+      for (const [id, at] of lastUsed) if (!this.lastUsed.has(id)) this.lastUsed.set(id, at);
+      throw err;
+    }
+    try {
+      if (hits.size > 0) await this.store.recordHits(hits);
+      if (lastUsed.size > 0) await this.store.touchKeys(lastUsed);
+    } catch (err) {
+      for (const [id, h] of hits) this.mergeHit(id, h);
+      for (const [id, at] of lastUsed) if (!this.lastUsed.has(id)) this.lastUsed.set(id, at);
+      throw err;
+    }
+  }
+
+  private mergeHit(id: number, h: { count: number; at: string }): void {
+    const cur = this.hits.get(id);
+    if (cur) cur.count += h.count;
+    else this.hits.set(id, h);
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.flush();
+  }
+}

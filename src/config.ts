@@ -1,0 +1,200 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { DEFAULT_PLANS, type PlanTable } from './limits/plans.ts';
+import { DEFAULT_PRICES, type PriceTable } from './cache/pricing.ts';
+
+/** Everything Reprise reads from its environment, parsed once at start-up. */
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl: string | null;
+  redisUrl: string | null;
+  logLevel: string;
+  limits: InputLimits;
+  plans: PlanTable;
+  prices: PriceTable;
+  defaultPricePerMillion: number;
+  embedder: EmbedderConfig;
+  /** Default lifetime of an entry in seconds; 0 keeps entries until deleted. */
+  entryTtlSeconds: number;
+  /** Failed authentication attempts allowed per client address per minute. */
+  authFailuresPerMinute: number;
+  trustProxy: boolean;
+  sqliteSynchronous: 'FULL' | 'NORMAL';
+}
+
+export interface InputLimits {
+  bodyBytes: number;
+  messages: number;
+  messageChars: number;
+  answerChars: number;
+}
+
+export type EmbedderConfig =
+  | { kind: 'use-lite'; workers: number; memoSize: number }
+  | { kind: 'http'; url: string; model: string; apiKey: string | null; dimensions: number | null }
+  | { kind: 'none' };
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`${variable}: ${reason}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function str(env: Env, name: string, fallback: string): string {
+  const v = env[name];
+  return v === undefined || v === '' ? fallback : v;
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(name, `expected an integer, got ${JSON.stringify(raw)}`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `expected an integer from ${min} to ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(name, `expected true or false, got ${JSON.stringify(raw)}`);
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'not a valid URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `expected a ${protocols.join(' or ')} URL, got ${parsed.protocol}`);
+  }
+  return raw;
+}
+
+interface FileConfig {
+  prices?: Record<string, unknown>;
+  default_price_per_million?: unknown;
+  plans?: Record<string, unknown>;
+}
+
+function readFileConfig(file: string): FileConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError('REPRISE_CONFIG', `cannot read ${file}: ${(err as Error).message}`);
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+    return parsed as FileConfig;
+  } catch (err) {
+    throw new ConfigError('REPRISE_CONFIG', `${file} is not a JSON object: ${(err as Error).message}`);
+  }
+}
+
+function positiveNumber(v: unknown, where: string): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+    throw new ConfigError('REPRISE_CONFIG', `${where} must be a number >= 0`);
+  }
+  return v;
+}
+
+function mergePrices(file: FileConfig): { prices: PriceTable; fallback: number } {
+  const prices: Record<string, number> = { ...DEFAULT_PRICES };
+  for (const [model, price] of Object.entries(file.prices ?? {})) {
+    prices[model.toLowerCase()] = positiveNumber(price, `prices.${model}`);
+  }
+  const fallback =
+    file.default_price_per_million === undefined
+      ? 2
+      : positiveNumber(file.default_price_per_million, 'default_price_per_million');
+  return { prices, fallback };
+}
+
+function mergePlans(file: FileConfig): PlanTable {
+  const plans: PlanTable = { ...DEFAULT_PLANS };
+  for (const [name, raw] of Object.entries(file.plans ?? {})) {
+    if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name)) throw new ConfigError('REPRISE_CONFIG', `plan name ${name} is invalid`);
+    const spec = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+    const perMinute = positiveNumber(spec.requests_per_minute, `plans.${name}.requests_per_minute`);
+    const burst = positiveNumber(spec.burst, `plans.${name}.burst`);
+    if (perMinute < 1 || burst < 1) throw new ConfigError('REPRISE_CONFIG', `plans.${name}: limits must be >= 1`);
+    plans[name] = { requestsPerMinute: perMinute, burst, unlimited: spec.unlimited === true };
+  }
+  return plans;
+}
+
+function embedderConfig(env: Env): EmbedderConfig {
+  const kind = str(env, 'REPRISE_EMBEDDER', 'use-lite');
+  switch (kind) {
+    case 'use-lite':
+      return {
+        kind,
+        workers: int(env, 'REPRISE_EMBED_WORKERS', 0, 0, 64),
+        memoSize: int(env, 'REPRISE_EMBED_MEMO', 10_000, 0, 10_000_000),
+      };
+    case 'http': {
+      const u = url(env, 'REPRISE_EMBED_URL', ['http:', 'https:']);
+      if (u === null) throw new ConfigError('REPRISE_EMBED_URL', 'required when REPRISE_EMBEDDER=http');
+      const dims = int(env, 'REPRISE_EMBED_DIMENSIONS', 0, 0, 65_536);
+      return {
+        kind,
+        url: u,
+        model: str(env, 'REPRISE_EMBED_MODEL', 'text-embedding-3-small'),
+        apiKey: env.REPRISE_EMBED_API_KEY ?? null,
+        dimensions: dims === 0 ? null : dims,
+      };
+    }
+    case 'none':
+      return { kind };
+    default:
+      throw new ConfigError('REPRISE_EMBEDDER', `expected use-lite, http or none, got ${JSON.stringify(kind)}`);
+  }
+}
+
+/** Parses the environment (and the optional JSON file named by REPRISE_CONFIG). Throws ConfigError. */
+export function loadConfig(env: Env = process.env): Config {
+  const file = env.REPRISE_CONFIG ? readFileConfig(env.REPRISE_CONFIG) : {};
+  const { prices, fallback } = mergePrices(file);
+  const sync = str(env, 'REPRISE_SQLITE_SYNCHRONOUS', 'FULL').toUpperCase();
+  if (sync !== 'FULL' && sync !== 'NORMAL') {
+    throw new ConfigError('REPRISE_SQLITE_SYNCHRONOUS', `expected FULL or NORMAL, got ${JSON.stringify(sync)}`);
+  }
+  return {
+    host: str(env, 'HOST', '127.0.0.1'),
+    port: int(env, 'PORT', 8080, 0, 65_535),
+    dataDir: path.resolve(str(env, 'REPRISE_DATA_DIR', './data')),
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    logLevel: str(env, 'LOG_LEVEL', 'info'),
+    limits: {
+      bodyBytes: int(env, 'REPRISE_MAX_BODY_BYTES', 1_048_576, 1024),
+      messages: int(env, 'REPRISE_MAX_MESSAGES', 256, 1),
+      messageChars: int(env, 'REPRISE_MAX_MESSAGE_CHARS', 100_000, 1),
+      answerChars: int(env, 'REPRISE_MAX_ANSWER_CHARS', 200_000, 1),
+    },
+    plans: mergePlans(file),
+    prices,
+    defaultPricePerMillion: fallback,
+    embedder: embedderConfig(env),
+    entryTtlSeconds: int(env, 'REPRISE_ENTRY_TTL_SECONDS', 0, 0),
+    authFailuresPerMinute: int(env, 'REPRISE_AUTH_FAILURES_PER_MINUTE', 30, 1),
+    trustProxy: bool(env, 'REPRISE_TRUST_PROXY', false),
+    sqliteSynchronous: sync,
+  };
+}

@@ -1,0 +1,118 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { AppContext } from './api/context.ts';
+import type { Config } from './config.ts';
+import { Pricing } from './cache/pricing.ts';
+import { cosineScorer, type HitScorer } from './cache/scorer.ts';
+import { CacheService } from './cache/service.ts';
+import { UsageRecorder } from './cache/usage.ts';
+import type { Embedder } from './embedding/interface.ts';
+import type { RateLimiter } from './limits/interface.ts';
+import { MemoryRateLimiter } from './limits/memory.ts';
+import type { Store } from './store/interface.ts';
+import { SqliteStore } from './store/sqlite.ts';
+import { BruteForceIndex } from './vector/brute.ts';
+import type { VectorIndex } from './vector/interface.ts';
+
+export const VERSION: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+export function sqlitePath(config: Config): string {
+  return path.join(config.dataDir, 'reprise.db');
+}
+
+/** Opens the store the configuration names. */
+export async function openStore(config: Config): Promise<Store> {
+  return new SqliteStore(sqlitePath(config), { synchronous: config.sqliteSynchronous });
+}
+
+export async function openEmbedder(config: Config): Promise<Embedder | null> {
+  const e = config.embedder;
+  switch (e.kind) {
+    case 'none':
+      return null;
+    case 'use-lite': {
+      const { createUseLiteEmbedder } = await import('./embedding/use-lite.ts');
+      return createUseLiteEmbedder({ workers: e.workers === 0 ? undefined : e.workers, memoSize: e.memoSize });
+    }
+    case 'http': {
+      const { createHttpEmbedder } = await import('./embedding/http.ts');
+      return createHttpEmbedder({
+        baseUrl: e.url,
+        model: e.model,
+        apiKey: e.apiKey ?? undefined,
+        dimensions: e.dimensions ?? undefined,
+      });
+    }
+  }
+}
+
+export interface Runtime {
+  ctx: AppContext;
+  usage: UsageRecorder;
+  embedder: Embedder | null;
+  index: VectorIndex;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  /** Use this embedder instead of opening the configured one (tests share one across apps). */
+  embedder?: Embedder | null;
+  scorer?: HitScorer;
+  usageFlushMs?: number;
+}
+
+/** The composition root: picks every adapter from the configuration and wires them. */
+export async function createRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
+  const store = await openStore(config);
+  const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
+  const limiter: RateLimiter = new MemoryRateLimiter();
+  const index: VectorIndex = new BruteForceIndex(embedder?.dimensions ?? 512);
+  const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
+  const cache = new CacheService({
+    store,
+    index,
+    embedder,
+    scorer: opts.scorer ?? cosineScorer,
+    pricing: new Pricing(config.prices, config.defaultPricePerMillion),
+    usage,
+    entryTtlSeconds: config.entryTtlSeconds,
+  });
+  await cache.loadIndex();
+  usage.start();
+  const sweeper = setInterval(() => void cache.sweepExpired().catch(() => undefined), 60_000);
+  sweeper.unref();
+
+  const ctx: AppContext = {
+    config,
+    store,
+    cache,
+    limiter,
+    version: VERSION,
+    async ready() {
+      const checks: Record<string, string> = {};
+      try {
+        await store.getAccount('readiness-probe');
+        checks.store = 'ok';
+      } catch (err) {
+        checks.store = (err as Error).message;
+      }
+      checks.embedder = embedder ? 'ok' : 'disabled';
+      return { ok: checks.store === 'ok', checks };
+    },
+  };
+  return {
+    ctx,
+    usage,
+    embedder,
+    index,
+    async close() {
+      clearInterval(sweeper);
+      await usage.close();
+      await limiter.close();
+      if (opts.embedder === undefined && embedder) await embedder.close();
+      await store.close();
+    },
+  };
+}

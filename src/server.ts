@@ -1,0 +1,86 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.ts';
+import type { Config } from './config.ts';
+import { createKey } from './keys/keys.ts';
+import { createRuntime, type Runtime } from './runtime.ts';
+import type { Store } from './store/interface.ts';
+
+/** On first start (no accounts yet) creates the `default` account and prints its key once. */
+export async function bootstrap(store: Store, config: Config, print: (s: string) => void): Promise<void> {
+  const accounts = await store.listAccounts();
+  if (accounts.length > 0) return;
+  const account = await store.createAccount('default', 'free');
+  const { secret } = await createKey(store, account, 'bootstrap');
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  print(
+    [
+      '',
+      'Reprise created the account "default" and this API key. It is shown once; keep it:',
+      '',
+      `  ${secret}`,
+      '',
+      'Try it:',
+      `  curl -s http://${host}:${config.port}/api/v1/health -H "Authorization: Bearer ${secret}"`,
+      '',
+    ].join('\n'),
+  );
+}
+
+export interface Server {
+  app: FastifyInstance;
+  runtime: Runtime;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config): Promise<Server> {
+  const started = performance.now();
+  const runtime = await createRuntime(config);
+  await bootstrap(runtime.ctx.store, config, (s) => process.stdout.write(`${s}\n`));
+  const app = await buildApp(runtime.ctx, {
+    logger: { level: config.logLevel, redact: ['req.headers.authorization'] },
+  });
+  const url = await app.listen({ host: config.host, port: config.port });
+  app.log.info(
+    {
+      url,
+      store: runtime.ctx.store.kind,
+      embedder: runtime.embedder?.id ?? 'none',
+      vectors: runtime.index.size,
+      startup_ms: Math.round(performance.now() - started),
+    },
+    'Reprise is listening',
+  );
+  let closing: Promise<void> | null = null;
+  return {
+    app,
+    runtime,
+    url,
+    close() {
+      closing ??= (async () => {
+        await app.close();
+        await runtime.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Runs until SIGTERM or SIGINT, then stops taking requests, finishes those in flight and flushes counters. */
+export async function serve(config: Config): Promise<void> {
+  const server = await startServer(config);
+  const stop = (signal: string) => {
+    server.app.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        server.app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}

@@ -1,0 +1,27 @@
+import { randomBytes } from 'node:crypto';
+
+const ALPHABET = 'abcdefghijkmnopqrstuvwxyz23456789';
+
+/** A random identifier such as `acc_7kq2…`, 16 characters after the prefix. */
+export function newId(prefix: string, length = 16): string {
+  const bytes = randomBytes(length);
+  let out = `${prefix}_`;
+  for (const b of bytes) out += ALPHABET[b % ALPHABET.length];
+  return out;
+}
+
+export function vectorToBuffer(v: Float32Array): Buffer {
+  return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
+
+export function bufferToVector(b: Uint8Array): Float32Array {
+  // Copy: the driver's buffer may be pooled or unaligned.
+  const copy = new Uint8Array(b.byteLength);
+  copy.set(b);
+  return new Float32Array(copy.buffer);
+}
+
+/** Start of the UTC hour of a time, ISO 8601. */
+export function hourBucket(ms: number): string {
+  return new Date(Math.floor(ms / 3_600_000) * 3_600_000).toISOString();
+}

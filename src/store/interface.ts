@@ -1,0 +1,142 @@
+import type { Message } from '../cache/canonical.ts';
+
+export interface Account {
+  id: string;
+  name: string;
+  plan: string;
+  createdAt: string;
+  /** Default `similarity_threshold` for checks that do not send one; null = 0.85. */
+  defaultThreshold: number | null;
+  /** Lifetime of new entries in seconds; null = the server default. */
+  entryTtlSeconds: number | null;
+}
+
+export interface ApiKey {
+  id: string;
+  accountId: string;
+  name: string | null;
+  /** The first characters of the secret, safe to show. */
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+/** What a store call writes. `vector` and `prefixVector` are unit vectors of `embedderId`. */
+export interface NewEntry {
+  accountId: string;
+  exactHash: string;
+  /** Partition of semantic matching: account scope, system messages and turn count. */
+  contextHash: string;
+  /** Hash of the earlier (non-system) messages; equal prefixes need no similarity test. */
+  prefixHash: string;
+  messages: Message[];
+  /** The text whose vector is `vector` (the final message). */
+  queryText: string;
+  /** Earlier user turns joined, the text of `prefixVector`; empty for a single turn. */
+  prefixText: string;
+  answer: string;
+  model: string;
+  tokens: number;
+  embedderId: string | null;
+  vector: Float32Array | null;
+  prefixVector: Float32Array | null;
+  createdAt: string;
+  expiresAt: string | null;
+}
+
+export interface Entry extends NewEntry {
+  id: number;
+  usageCount: number;
+  lastHitAt: string | null;
+}
+
+/** The fields the vector index needs, streamed at start-up and on change. */
+export interface VectorRow {
+  id: number;
+  accountId: string;
+  contextHash: string;
+  embedderId: string;
+  vector: Float32Array;
+  expiresAt: string | null;
+}
+
+export interface DeletedEntry {
+  id: number;
+  accountId: string;
+  contextHash: string;
+}
+
+export interface EntryPage {
+  entries: Entry[];
+  total: number;
+}
+
+export interface UsageDelta {
+  requests: number;
+  exactHits: number;
+  semanticHits: number;
+  lookupMsTotal: number;
+  tokensSaved: number;
+  /** Dollars saved, summed at hit time with the entry's model price. */
+  costSaved: number;
+  stores: number;
+}
+
+export interface UsageBucket extends UsageDelta {
+  /** Start of the hour, ISO 8601 UTC. */
+  bucket: string;
+}
+
+export interface UsageRow extends UsageBucket {
+  accountId: string;
+}
+
+export interface UsageQuery {
+  from?: string;
+  to?: string;
+}
+
+/** Durable state: accounts, keys, entries, usage. Implementations: SQLite, PostgreSQL. */
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+
+  createAccount(name: string, plan: string): Promise<Account>;
+  getAccount(id: string): Promise<Account | null>;
+  getAccountByName(name: string): Promise<Account | null>;
+  listAccounts(): Promise<Account[]>;
+  updateAccount(id: string, patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>): Promise<Account | null>;
+  setPassword(accountId: string, passwordHash: string | null): Promise<void>;
+  getPasswordHash(accountId: string): Promise<string | null>;
+
+  createKey(key: { accountId: string; name: string | null; prefix: string; secretHash: string }): Promise<ApiKey>;
+  /** The key with this secret hash and its account, revoked or not. */
+  findKeyByHash(secretHash: string): Promise<{ key: ApiKey; account: Account } | null>;
+  getKey(id: string): Promise<ApiKey | null>;
+  listKeys(accountId: string): Promise<ApiKey[]>;
+  revokeKey(id: string, accountId?: string): Promise<ApiKey | null>;
+  touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void>;
+
+  /**
+   * Writes an entry durably; a second store of the same exact hash in the same account
+   * replaces its answer and keeps its id. Resolves only once the write is on disk.
+   */
+  putEntry(entry: NewEntry): Promise<Entry>;
+  getEntryByHash(accountId: string, exactHash: string): Promise<Entry | null>;
+  getEntry(accountId: string, id: number): Promise<Entry | null>;
+  getEntries(ids: readonly number[]): Promise<Entry[]>;
+  listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: 'recent' | 'hits' }): Promise<EntryPage>;
+  deleteEntry(accountId: string, id: number): Promise<boolean>;
+  /** Adds hits to entries: usage_count += n, last_hit_at = at. */
+  recordHits(hits: ReadonlyMap<number, { count: number; at: string }>): Promise<void>;
+  /** Deletes up to `limit` entries whose expires_at is at or before `now`; returns what was deleted. */
+  deleteExpired(now: string, limit: number): Promise<DeletedEntry[]>;
+  /** Every vector, in id order, for rebuilding an index. */
+  scanVectors(afterId: number, limit: number): Promise<VectorRow[]>;
+
+  /** Adds counters to hourly buckets (creating them). */
+  addUsage(rows: readonly UsageRow[]): Promise<void>;
+  getUsage(accountId: string, query: UsageQuery): Promise<UsageBucket[]>;
+
+  close(): Promise<void>;
+}

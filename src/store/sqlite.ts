@@ -1,0 +1,503 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { Message } from '../cache/canonical.ts';
+import { bufferToVector, newId, vectorToBuffer } from './ids.ts';
+import type {
+  Account,
+  ApiKey,
+  DeletedEntry,
+  Entry,
+  EntryPage,
+  NewEntry,
+  Store,
+  UsageBucket,
+  UsageQuery,
+  UsageRow,
+  VectorRow,
+} from './interface.ts';
+
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE accounts (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL UNIQUE,
+     plan TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     default_threshold REAL,
+     entry_ttl_seconds INTEGER,
+     password_hash TEXT
+   );
+   CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     name TEXT,
+     prefix TEXT NOT NULL,
+     secret_hash TEXT NOT NULL UNIQUE,
+     created_at TEXT NOT NULL,
+     last_used_at TEXT,
+     revoked_at TEXT
+   );
+   CREATE INDEX api_keys_account ON api_keys(account_id);
+   CREATE TABLE entries (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     exact_hash TEXT NOT NULL,
+     context_hash TEXT NOT NULL,
+     prefix_hash TEXT NOT NULL,
+     messages TEXT NOT NULL,
+     query_text TEXT NOT NULL,
+     prefix_text TEXT NOT NULL,
+     answer TEXT NOT NULL,
+     model TEXT NOT NULL,
+     tokens INTEGER NOT NULL,
+     embedder_id TEXT,
+     vector BLOB,
+     prefix_vector BLOB,
+     created_at TEXT NOT NULL,
+     expires_at TEXT,
+     last_hit_at TEXT,
+     usage_count INTEGER NOT NULL DEFAULT 0,
+     UNIQUE (account_id, exact_hash)
+   );
+   CREATE INDEX entries_expiry ON entries(expires_at) WHERE expires_at IS NOT NULL;
+   CREATE INDEX entries_account_created ON entries(account_id, id);
+   CREATE TABLE usage (
+     account_id TEXT NOT NULL,
+     bucket TEXT NOT NULL,
+     requests INTEGER NOT NULL DEFAULT 0,
+     exact_hits INTEGER NOT NULL DEFAULT 0,
+     semantic_hits INTEGER NOT NULL DEFAULT 0,
+     lookup_ms_total REAL NOT NULL DEFAULT 0,
+     tokens_saved INTEGER NOT NULL DEFAULT 0,
+     cost_saved REAL NOT NULL DEFAULT 0,
+     stores INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (account_id, bucket)
+   );`,
+];
+
+interface AccountRow {
+  id: string;
+  name: string;
+  plan: string;
+  created_at: string;
+  default_threshold: number | null;
+  entry_ttl_seconds: number | null;
+}
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  name: string | null;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+interface EntryRow {
+  id: number;
+  account_id: string;
+  exact_hash: string;
+  context_hash: string;
+  prefix_hash: string;
+  messages: string;
+  query_text: string;
+  prefix_text: string;
+  answer: string;
+  model: string;
+  tokens: number;
+  embedder_id: string | null;
+  vector: Buffer | null;
+  prefix_vector: Buffer | null;
+  created_at: string;
+  expires_at: string | null;
+  last_hit_at: string | null;
+  usage_count: number;
+}
+
+interface UsageDbRow {
+  bucket: string;
+  requests: number;
+  exact_hits: number;
+  semantic_hits: number;
+  lookup_ms_total: number;
+  tokens_saved: number;
+  cost_saved: number;
+  stores: number;
+}
+
+const toAccount = (r: AccountRow): Account => ({
+  id: r.id,
+  name: r.name,
+  plan: r.plan,
+  createdAt: r.created_at,
+  defaultThreshold: r.default_threshold,
+  entryTtlSeconds: r.entry_ttl_seconds,
+});
+
+const toKey = (r: KeyRow): ApiKey => ({
+  id: r.id,
+  accountId: r.account_id,
+  name: r.name,
+  prefix: r.prefix,
+  createdAt: r.created_at,
+  lastUsedAt: r.last_used_at,
+  revokedAt: r.revoked_at,
+});
+
+export const toEntry = (r: EntryRow): Entry => ({
+  id: r.id,
+  accountId: r.account_id,
+  exactHash: r.exact_hash,
+  contextHash: r.context_hash,
+  prefixHash: r.prefix_hash,
+  messages: JSON.parse(r.messages) as Message[],
+  queryText: r.query_text,
+  prefixText: r.prefix_text,
+  answer: r.answer,
+  model: r.model,
+  tokens: r.tokens,
+  embedderId: r.embedder_id,
+  vector: r.vector ? bufferToVector(r.vector) : null,
+  prefixVector: r.prefix_vector ? bufferToVector(r.prefix_vector) : null,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+  lastHitAt: r.last_hit_at,
+  usageCount: r.usage_count,
+});
+
+const toUsage = (r: UsageDbRow): UsageBucket => ({
+  bucket: r.bucket,
+  requests: r.requests,
+  exactHits: r.exact_hits,
+  semanticHits: r.semantic_hits,
+  lookupMsTotal: r.lookup_ms_total,
+  tokensSaved: r.tokens_saved,
+  costSaved: r.cost_saved,
+  stores: r.stores,
+});
+
+interface PendingPut {
+  entry: NewEntry;
+  resolve: (e: Entry) => void;
+  reject: (err: unknown) => void;
+}
+
+export interface SqliteOptions {
+  /** FULL syncs every commit to disk; NORMAL survives a process crash but not a power loss. */
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
+/**
+ * The embedded store: one SQLite file in WAL mode. Concurrent stores are grouped into one
+ * transaction (group commit), and every promise resolves only after its commit.
+ */
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly db: Database.Database;
+  private pending: PendingPut[] = [];
+  private flushScheduled = false;
+  private readonly stmts;
+
+  constructor(file: string, opts: SqliteOptions = {}) {
+    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+    this.db.pragma('busy_timeout = 5000');
+    this.db.pragma('foreign_keys = ON');
+    this.migrate();
+    const db = this.db;
+    this.stmts = {
+      insertAccount: db.prepare(
+        'INSERT INTO accounts (id, name, plan, created_at) VALUES (?, ?, ?, ?)',
+      ),
+      accountById: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE id = ?'),
+      accountByName: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE name = ?'),
+      insertKey: db.prepare(
+        'INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      keyByHash: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE secret_hash = ?'),
+      keyById: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ?'),
+      upsertEntry: db.prepare<unknown[], EntryRow>(
+        `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
+           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (account_id, exact_hash) DO UPDATE SET
+           context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash,
+           messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
+           answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
+           embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
+           created_at = excluded.created_at, expires_at = excluded.expires_at, usage_count = 0, last_hit_at = NULL
+         RETURNING *`,
+      ),
+      entryByHash: db.prepare<[string, string], EntryRow>(
+        'SELECT * FROM entries WHERE account_id = ? AND exact_hash = ?',
+      ),
+      entryById: db.prepare<[string, number], EntryRow>('SELECT * FROM entries WHERE account_id = ? AND id = ?'),
+      hit: db.prepare('UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ? WHERE id = ?'),
+      addUsage: db.prepare(
+        `INSERT INTO usage (account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (account_id, bucket) DO UPDATE SET
+           requests = requests + excluded.requests, exact_hits = exact_hits + excluded.exact_hits,
+           semantic_hits = semantic_hits + excluded.semantic_hits, lookup_ms_total = lookup_ms_total + excluded.lookup_ms_total,
+           tokens_saved = tokens_saved + excluded.tokens_saved, cost_saved = cost_saved + excluded.cost_saved,
+           stores = stores + excluded.stores`,
+      ),
+    };
+  }
+
+  private migrate(): void {
+    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
+    const apply = this.db.transaction(() => {
+      const row = this.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+      const current = row.v ?? 0;
+      for (let v = current + 1; v <= MIGRATIONS.length; v++) {
+        this.db.exec(MIGRATIONS[v - 1] as string);
+        this.db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v, new Date().toISOString());
+      }
+    });
+    apply.immediate();
+  }
+
+  async createAccount(name: string, plan: string): Promise<Account> {
+    const id = newId('acc');
+    this.stmts.insertAccount.run(id, name, plan, new Date().toISOString());
+    return toAccount(this.stmts.accountById.get(id) as AccountRow);
+  }
+
+  async getAccount(id: string): Promise<Account | null> {
+    const r = this.stmts.accountById.get(id);
+    return r ? toAccount(r) : null;
+  }
+
+  async getAccountByName(name: string): Promise<Account | null> {
+    const r = this.stmts.accountByName.get(name);
+    return r ? toAccount(r) : null;
+  }
+
+  async listAccounts(): Promise<Account[]> {
+    return (this.db.prepare('SELECT * FROM accounts ORDER BY created_at').all() as AccountRow[]).map(toAccount);
+  }
+
+  async updateAccount(
+    id: string,
+    patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>,
+  ): Promise<Account | null> {
+    const sets: string[] = [];
+    const args: unknown[] = [];
+    if (patch.plan !== undefined) (sets.push('plan = ?'), args.push(patch.plan));
+    if (patch.defaultThreshold !== undefined) (sets.push('default_threshold = ?'), args.push(patch.defaultThreshold));
+    if (patch.entryTtlSeconds !== undefined) (sets.push('entry_ttl_seconds = ?'), args.push(patch.entryTtlSeconds));
+    if (sets.length > 0) this.db.prepare(`UPDATE accounts SET ${sets.join(', ')} WHERE id = ?`).run(...args, id);
+    return this.getAccount(id);
+  }
+
+  async setPassword(accountId: string, passwordHash: string | null): Promise<void> {
+    this.db.prepare('UPDATE accounts SET password_hash = ? WHERE id = ?').run(passwordHash, accountId);
+  }
+
+  async getPasswordHash(accountId: string): Promise<string | null> {
+    const r = this.db.prepare('SELECT password_hash FROM accounts WHERE id = ?').get(accountId) as
+      | { password_hash: string | null }
+      | undefined;
+    return r?.password_hash ?? null;
+  }
+
+  async createKey(key: { accountId: string; name: string | null; prefix: string; secretHash: string }): Promise<ApiKey> {
+    const id = newId('key');
+    this.stmts.insertKey.run(id, key.accountId, key.name, key.prefix, key.secretHash, new Date().toISOString());
+    return toKey(this.stmts.keyById.get(id) as KeyRow);
+  }
+
+  async findKeyByHash(secretHash: string): Promise<{ key: ApiKey; account: Account } | null> {
+    const k = this.stmts.keyByHash.get(secretHash);
+    if (!k) return null;
+    const a = this.stmts.accountById.get(k.account_id);
+    return a ? { key: toKey(k), account: toAccount(a) } : null;
+  }
+
+  async getKey(id: string): Promise<ApiKey | null> {
+    const r = this.stmts.keyById.get(id);
+    return r ? toKey(r) : null;
+  }
+
+  async listKeys(accountId: string): Promise<ApiKey[]> {
+    return (
+      this.db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id').all(accountId) as KeyRow[]
+    ).map(toKey);
+  }
+
+  async revokeKey(id: string, accountId?: string): Promise<ApiKey | null> {
+    const now = new Date().toISOString();
+    if (accountId === undefined) {
+      this.db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(now, id);
+    } else {
+      this.db
+        .prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND account_id = ?')
+        .run(now, id, accountId);
+    }
+    const r = this.stmts.keyById.get(id);
+    if (!r || (accountId !== undefined && r.account_id !== accountId)) return null;
+    return toKey(r);
+  }
+
+  async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
+    const stmt = this.db.prepare(
+      'UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+    );
+    this.db.transaction(() => {
+      for (const [id, at] of lastUsed) stmt.run(at, id, at);
+    })();
+  }
+
+  putEntry(entry: NewEntry): Promise<Entry> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ entry, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flushPuts());
+      }
+    });
+  }
+
+  private flushPuts(): void {
+    this.flushScheduled = false;
+    const batch = this.pending;
+    this.pending = [];
+    const results: Entry[] = [];
+    try {
+      this.db.transaction(() => {
+        for (const { entry: e } of batch) {
+          const row = this.stmts.upsertEntry.get(
+            e.accountId,
+            e.exactHash,
+            e.contextHash,
+            e.prefixHash,
+            JSON.stringify(e.messages),
+            e.queryText,
+            e.prefixText,
+            e.answer,
+            e.model,
+            e.tokens,
+            e.embedderId,
+            e.vector ? vectorToBuffer(e.vector) : null,
+            e.prefixVector ? vectorToBuffer(e.prefixVector) : null,
+            e.createdAt,
+            e.expiresAt,
+          ) as EntryRow;
+          results.push(toEntry(row));
+        }
+      })();
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    batch.forEach((p, i) => p.resolve(results[i] as Entry));
+  }
+
+  async getEntryByHash(accountId: string, exactHash: string): Promise<Entry | null> {
+    const r = this.stmts.entryByHash.get(accountId, exactHash);
+    return r ? toEntry(r) : null;
+  }
+
+  async getEntry(accountId: string, id: number): Promise<Entry | null> {
+    const r = this.stmts.entryById.get(accountId, id);
+    return r ? toEntry(r) : null;
+  }
+
+  async getEntries(ids: readonly number[]): Promise<Entry[]> {
+    if (ids.length === 0) return [];
+    const rows = this.db
+      .prepare(`SELECT * FROM entries WHERE id IN (${ids.map(() => '?').join(',')})`)
+      .all(...ids) as EntryRow[];
+    return rows.map(toEntry);
+  }
+
+  async listEntries(
+    accountId: string,
+    opts: { page: number; perPage: number; q?: string; order?: 'recent' | 'hits' },
+  ): Promise<EntryPage> {
+    const where = ['account_id = ?'];
+    const args: unknown[] = [accountId];
+    if (opts.q) {
+      where.push("(query_text LIKE ? ESCAPE '\\' OR answer LIKE ? ESCAPE '\\' OR model LIKE ? ESCAPE '\\')");
+      const like = `%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      args.push(like, like, like);
+    }
+    const order = opts.order === 'hits' ? 'usage_count DESC, id DESC' : 'id DESC';
+    const sqlWhere = where.join(' AND ');
+    const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM entries WHERE ${sqlWhere}`).get(...args) as { n: number }).n;
+    const rows = this.db
+      .prepare(`SELECT * FROM entries WHERE ${sqlWhere} ORDER BY ${order} LIMIT ? OFFSET ?`)
+      .all(...args, opts.perPage, (opts.page - 1) * opts.perPage) as EntryRow[];
+    return { entries: rows.map(toEntry), total };
+  }
+
+  async deleteEntry(accountId: string, id: number): Promise<boolean> {
+    return this.db.prepare('DELETE FROM entries WHERE account_id = ? AND id = ?').run(accountId, id).changes > 0;
+  }
+
+  async recordHits(hits: ReadonlyMap<number, { count: number; at: string }>): Promise<void> {
+    this.db.transaction(() => {
+      for (const [id, h] of hits) this.stmts.hit.run(h.count, h.at, id);
+    })();
+  }
+
+  async deleteExpired(now: string, limit: number): Promise<DeletedEntry[]> {
+    const rows = this.db
+      .prepare(
+        `DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)
+         RETURNING id, account_id, context_hash`,
+      )
+      .all(now, limit) as { id: number; account_id: string; context_hash: string }[];
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id, contextHash: r.context_hash }));
+  }
+
+  async scanVectors(afterId: number, limit: number): Promise<VectorRow[]> {
+    const rows = this.db
+      .prepare(
+        'SELECT id, account_id, context_hash, embedder_id, vector, expires_at FROM entries WHERE id > ? AND vector IS NOT NULL ORDER BY id LIMIT ?',
+      )
+      .all(afterId, limit) as Pick<EntryRow, 'id' | 'account_id' | 'context_hash' | 'embedder_id' | 'vector' | 'expires_at'>[];
+    return rows.map((r) => ({
+      id: r.id,
+      accountId: r.account_id,
+      contextHash: r.context_hash,
+      embedderId: r.embedder_id ?? '',
+      vector: bufferToVector(r.vector as Buffer),
+      expiresAt: r.expires_at,
+    }));
+  }
+
+  async addUsage(rows: readonly UsageRow[]): Promise<void> {
+    this.db.transaction(() => {
+      for (const u of rows) {
+        this.stmts.addUsage.run(
+          u.accountId,
+          u.bucket,
+          u.requests,
+          u.exactHits,
+          u.semanticHits,
+          u.lookupMsTotal,
+          u.tokensSaved,
+          u.costSaved,
+          u.stores,
+        );
+      }
+    })();
+  }
+
+  async getUsage(accountId: string, query: UsageQuery): Promise<UsageBucket[]> {
+    const rows = this.db
+      .prepare('SELECT * FROM usage WHERE account_id = ? AND bucket >= ? AND bucket < ? ORDER BY bucket')
+      .all(accountId, query.from ?? '', query.to ?? '9999') as UsageDbRow[];
+    return rows.map(toUsage);
+  }
+
+  async close(): Promise<void> {
+    if (this.pending.length > 0) this.flushPuts();
+    this.db.close();
+  }
+}

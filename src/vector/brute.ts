@@ -1,0 +1,107 @@
+import type { Neighbour, VectorIndex } from './interface.ts';
+
+/** One partition: vectors packed in one growable Float32Array, removal by swap with the last. */
+class Partition {
+  ids: number[] = [];
+  data: Float32Array;
+  readonly slot = new Map<number, number>();
+
+  constructor(private readonly dims: number) {
+    this.data = new Float32Array(dims * 16);
+  }
+
+  add(id: number, v: Float32Array): void {
+    const existing = this.slot.get(id);
+    const at = existing ?? this.ids.length;
+    if (existing === undefined) {
+      if ((at + 1) * this.dims > this.data.length) {
+        const grown = new Float32Array(this.data.length * 2);
+        grown.set(this.data);
+        this.data = grown;
+      }
+      this.ids.push(id);
+      this.slot.set(id, at);
+    }
+    this.data.set(v, at * this.dims);
+  }
+
+  remove(id: number): void {
+    const at = this.slot.get(id);
+    if (at === undefined) return;
+    const last = this.ids.length - 1;
+    if (at !== last) {
+      const lastId = this.ids[last] as number;
+      this.data.copyWithin(at * this.dims, last * this.dims, (last + 1) * this.dims);
+      this.ids[at] = lastId;
+      this.slot.set(lastId, at);
+    }
+    this.ids.pop();
+    this.slot.delete(id);
+  }
+}
+
+/** Exact search by dot product. Right for small partitions; the reference for recall. */
+export class BruteForceIndex implements VectorIndex {
+  private readonly partitions = new Map<string, Partition>();
+  private count = 0;
+
+  constructor(readonly dimensions: number) {}
+
+  get size(): number {
+    return this.count;
+  }
+
+  add(partition: string, id: number, vector: Float32Array): void {
+    if (vector.length !== this.dimensions) throw new Error(`vector has ${vector.length} dimensions, expected ${this.dimensions}`);
+    let p = this.partitions.get(partition);
+    if (!p) {
+      p = new Partition(this.dimensions);
+      this.partitions.set(partition, p);
+    }
+    const before = p.ids.length;
+    p.add(id, vector);
+    this.count += p.ids.length - before;
+  }
+
+  remove(partition: string, id: number): void {
+    const p = this.partitions.get(partition);
+    if (!p) return;
+    const before = p.ids.length;
+    p.remove(id);
+    this.count -= before - p.ids.length;
+    if (p.ids.length === 0) this.partitions.delete(partition);
+  }
+
+  search(partition: string, query: Float32Array, k: number): Neighbour[] {
+    const p = this.partitions.get(partition);
+    if (!p || k <= 0) return [];
+    const d = this.dimensions;
+    const data = p.data;
+    const n = p.ids.length;
+    const best: Neighbour[] = [];
+    for (let i = 0; i < n; i++) {
+      const off = i * d;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      let j = 0;
+      for (; j + 3 < d; j += 4) {
+        s0 += (data[off + j] as number) * (query[j] as number);
+        s1 += (data[off + j + 1] as number) * (query[j + 1] as number);
+        s2 += (data[off + j + 2] as number) * (query[j + 2] as number);
+        s3 += (data[off + j + 3] as number) * (query[j + 3] as number);
+      }
+      for (; j < d; j++) s0 += (data[off + j] as number) * (query[j] as number);
+      const cos = s0 + s1 + s2 + s3;
+      if (best.length < k) {
+        best.push({ id: p.ids[i] as number, cosine: cos });
+        best.sort((a, b) => b.cosine - a.cosine);
+      } else if (cos > (best[k - 1] as Neighbour).cosine) {
+        best[k - 1] = { id: p.ids[i] as number, cosine: cos };
+        best.sort((a, b) => b.cosine - a.cosine);
+      }
+    }
+    return best;
+  }
+}

@@ -1,0 +1,18 @@
+export interface Neighbour {
+  id: number;
+  /** Cosine similarity of unit vectors, in [-1, 1]. */
+  cosine: number;
+}
+
+/**
+ * Nearest-neighbour search over unit vectors, split into partitions (an account and its
+ * conversation context). A search never crosses partitions.
+ */
+export interface VectorIndex {
+  add(partition: string, id: number, vector: Float32Array): void;
+  remove(partition: string, id: number): void;
+  /** Up to `k` nearest vectors of the partition, best first. */
+  search(partition: string, query: Float32Array, k: number): Neighbour[];
+  /** Number of vectors held, over all partitions. */
+  readonly size: number;
+}
