@@ -267,6 +267,7 @@ export class CacheService {
       createdAt: new Date(nowMs).toISOString(),
       expiresAt: ttl > 0 ? new Date(nowMs + ttl * 1000).toISOString() : null,
     });
+    this.deps.usage.forgetHits(entry.id);
     if (vector) this.deps.index.add(partitionOf(account.id, key.contextHash), entry.id, vector);
     this.deps.usage.count(account.id, { stores: 1 });
     return {

@@ -73,6 +73,11 @@ export class UsageRecorder {
     return this.hits.get(entryId)?.count ?? 0;
   }
 
+  /** Drops unwritten hits of an entry whose answer was just replaced. */
+  forgetHits(entryId: number): void {
+    this.hits.delete(entryId);
+  }
+
   keyUsed(keyId: string): void {
     this.lastUsed.set(keyId, new Date(this.now()).toISOString());
   }

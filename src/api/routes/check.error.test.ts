@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startTestApp, user, type TestApp } from '../../../test/helpers.ts';
+
+function assertError(res: { statusCode: number; json(): unknown }, status: number, code: string, field?: string) {
+  assert.equal(res.statusCode, status);
+  const body = res.json() as { error: { code: string; message: string; details?: { field: string; expected: string; received: string } }; status: number; timestamp: string };
+  assert.equal(body.error.code, code);
+  assert.equal(body.status, status);
+  assert.ok(body.error.message.length > 0);
+  assert.ok(!Number.isNaN(Date.parse(body.timestamp)));
+  if (field !== undefined) {
+    assert.equal(body.error.details?.field, field);
+    assert.equal(typeof body.error.details?.expected, 'string');
+    assert.equal(typeof body.error.details?.received, 'string');
+  }
+  return body;
+}
+
+describe('POST /api/v1/check: invalid input', () => {
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    t = await startTestApp({ env: { REPRISE_MAX_MESSAGES: '3', REPRISE_MAX_MESSAGE_CHARS: '50', REPRISE_MAX_BODY_BYTES: '2048' } });
+    key = await t.key();
+  });
+  after(() => t.close());
+
+  for (const [name, body] of [
+    ['messages missing', {}],
+    ['messages empty', { messages: [] }],
+    ['messages not an array', { messages: 'hello' }],
+    ['messages null', { messages: null }],
+  ] as const) {
+    test(`INVALID_MESSAGES when ${name}`, async () => {
+      const res = await t.post('/api/v1/check', body, key);
+      assertError(res, 400, 'INVALID_MESSAGES', 'messages');
+    });
+  }
+
+  test('INVALID_MESSAGES when there is no body at all', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/check', headers: { authorization: `Bearer ${key}` } });
+    assertError(res, 400, 'INVALID_MESSAGES', 'messages');
+  });
+
+  const cases: [string, unknown, string][] = [
+    ['an unknown role', { messages: [{ role: 'bot', content: 'x' }] }, 'messages[0].role'],
+    ['a missing role', { messages: [{ content: 'x' }] }, 'messages[0].role'],
+    ['non-string content', { messages: [user('a'), { role: 'user', content: 42 }] }, 'messages[1].content'],
+    ['a message that is not an object', { messages: ['hi'] }, 'messages[0]'],
+    ['a threshold above 1', { messages: [user('a')], similarity_threshold: 1.5 }, 'similarity_threshold'],
+    ['a negative threshold', { messages: [user('a')], similarity_threshold: -0.1 }, 'similarity_threshold'],
+    ['a threshold given as a string', { messages: [user('a')], similarity_threshold: '0.9' }, 'similarity_threshold'],
+    ['an unknown cache type', { messages: [user('a')], cache_types: ['fuzzy'] }, 'cache_types[0]'],
+    ['cache_types not an array', { messages: [user('a')], cache_types: 'exact' }, 'cache_types'],
+    ['empty cache_types', { messages: [user('a')], cache_types: [] }, 'cache_types'],
+    ['too many messages', { messages: [user('a'), user('b'), user('c'), user('d')] }, 'messages'],
+    ['a message over the length limit', { messages: [user('x'.repeat(51))] }, 'messages[0].content'],
+  ];
+  for (const [name, body, field] of cases) {
+    test(`INVALID_INPUT with details for ${name}`, async () => {
+      const res = await t.post('/api/v1/check', body, key);
+      assertError(res, 400, 'INVALID_INPUT', field);
+    });
+  }
+
+  test('details say what was expected and what was received', async () => {
+    const res = await t.post('/api/v1/check', { messages: [user('a')], similarity_threshold: 1.5 }, key);
+    const body = assertError(res, 400, 'INVALID_INPUT', 'similarity_threshold');
+    assert.equal(body.error.details?.expected, 'a number <= 1');
+    assert.equal(body.error.details?.received, 'number 1.5');
+  });
+
+  test('a body that is not JSON is a 400', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/check',
+      payload: '{"messages": [',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    });
+    assertError(res, 400, 'INVALID_INPUT', 'body');
+  });
+
+  test('a JSON body that is not an object is a 400', async () => {
+    const res = await t.post('/api/v1/check', [user('a')], key);
+    assertError(res, 400, 'INVALID_INPUT', 'body');
+  });
+
+  test('a body over the size limit is a 413', async () => {
+    const res = await t.post('/api/v1/check', { messages: [user('x'.repeat(4000))] }, key);
+    assertError(res, 413, 'PAYLOAD_TOO_LARGE', 'body');
+  });
+
+  test('a body that is not JSON by Content-Type is a 415', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/check',
+      payload: 'messages=hello',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assertError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Type');
+    const plain = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/check',
+      payload: 'hello',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' },
+    });
+    assertError(plain, 415, 'UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  test('errors carry the rate-limit headers', async () => {
+    const res = await t.post('/api/v1/check', {}, key);
+    assert.ok(res.headers['x-ratelimit-limit']);
+    assert.ok(res.headers['x-ratelimit-remaining']);
+    assert.ok(res.headers['x-ratelimit-reset']);
+  });
+});

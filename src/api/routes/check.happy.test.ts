@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { closeSharedEmbedder, sharedEmbedder, startTestApp, user, type TestApp } from '../../../test/helpers.ts';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+describe('POST /api/v1/check', () => {
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    t = await startTestApp({ embedder: await sharedEmbedder() });
+    key = await t.key();
+  });
+  after(async () => {
+    await t.close();
+    await closeSharedEmbedder();
+  });
+
+  test('a miss carries every miss field, with the documented prompt_hash', async () => {
+    const messages = [{ role: 'system', content: 'Be brief.' }, user('What is the tallest mountain on Earth?')];
+    const res = await t.post('/api/v1/check', { messages }, key);
+    assert.equal(res.statusCode, 200);
+    const body = res.json();
+    assert.equal(body.cache_hit, false);
+    assert.equal(typeof body.message, 'string');
+    assert.ok(body.message.length > 0);
+    const canonical =
+      '[{"role":"system","content":"Be brief."},{"role":"user","content":"What is the tallest mountain on Earth?"}]';
+    assert.equal(body.prompt_hash, createHash('sha256').update(canonical).digest('hex'));
+    assert.equal(typeof body.lookup_time_ms, 'number');
+    assert.ok(body.lookup_time_ms >= 0);
+    assert.match(body.suggested_action, /store/);
+    assert.deepEqual(body.search_results, { exact_checked: true, semantic_checked: true, closest_match_score: 0 });
+  });
+
+  test('prompt_hash ignores fields other than role and content', async () => {
+    const a = await t.post('/api/v1/check', { messages: [user('hash me')] }, key);
+    const b = await t.post('/api/v1/check', { messages: [{ role: 'user', content: 'hash me', name: 'x' }] }, key);
+    assert.equal(a.json().prompt_hash, b.json().prompt_hash);
+  });
+
+  test('miss → store → exact hit with every hit field; usage_count counts uses', async () => {
+    const messages = [user('Explain the difference between TCP and UDP in two sentences.')];
+    const stored = await t.post(
+      '/api/v1/store',
+      { messages, answer: 'TCP is reliable and ordered; UDP is not.', model: 'gpt-4o', tokens_used: 42 },
+      key,
+    );
+    assert.equal(stored.statusCode, 200);
+    const s = stored.json();
+    assert.equal(s.stored, true);
+    assert.deepEqual(s.cache_types_stored, ['exact', 'semantic']);
+    assert.equal(typeof s.message, 'string');
+    assert.ok(s.storage_time_ms > 0);
+
+    const first = (await t.post('/api/v1/check', { messages }, key)).json();
+    assert.equal(first.cache_hit, true);
+    assert.equal(first.answer, 'TCP is reliable and ordered; UDP is not.');
+    assert.equal(first.cache_type, 'exact');
+    assert.equal(first.similarity_score, null);
+    assert.equal(first.tokens_saved, 42);
+    assert.match(first.created_at, ISO);
+    assert.ok(Date.now() - Date.parse(first.created_at) < 60_000);
+    assert.ok(first.lookup_time_ms >= 0);
+    assert.deepEqual(first.metadata, { model: 'gpt-4o', original_tokens: 42, usage_count: 1 });
+
+    const second = (await t.post('/api/v1/check', { messages }, key)).json();
+    assert.equal(second.metadata.usage_count, 2);
+  });
+
+  test('a paraphrase is a semantic hit with a score at or above the threshold', async () => {
+    await t.post(
+      '/api/v1/store',
+      { messages: [user('How do I reset my password?')], answer: 'Use the reset link on the sign-in page.', model: 'gpt-4o-mini', tokens_used: 30 },
+      key,
+    );
+    const res = await t.post('/api/v1/check', { messages: [user('How can I reset my password?')] }, key);
+    const body = res.json();
+    assert.equal(body.cache_hit, true, JSON.stringify(body));
+    assert.equal(body.cache_type, 'semantic');
+    assert.equal(body.answer, 'Use the reset link on the sign-in page.');
+    assert.equal(typeof body.similarity_score, 'number');
+    assert.ok(body.similarity_score >= 0.85 && body.similarity_score <= 1, String(body.similarity_score));
+    assert.equal(body.metadata.model, 'gpt-4o-mini');
+    assert.equal(body.tokens_saved, 30);
+  });
+
+  test('a candidate below similarity_threshold is a miss that reports the closest score', async () => {
+    await t.post('/api/v1/store', { messages: [user('What is the boiling point of water at sea level?')], answer: '100 °C', model: 'gpt-4o' }, key);
+    const q = { messages: [user('At sea level, what temperature does water boil at?')] };
+    const strict = (await t.post('/api/v1/check', { ...q, similarity_threshold: 1 }, key)).json();
+    assert.equal(strict.cache_hit, false);
+    assert.ok(strict.search_results.closest_match_score > 0 && strict.search_results.closest_match_score < 1);
+    const loose = (await t.post('/api/v1/check', { ...q, similarity_threshold: 0 }, key)).json();
+    assert.equal(loose.cache_hit, true);
+    assert.equal(loose.cache_type, 'semantic');
+  });
+
+  test('cache_types selects the caches searched', async () => {
+    const messages = [user('Name three primary colours.')];
+    await t.post('/api/v1/store', { messages, answer: 'Red, yellow, blue.', model: 'gpt-4o' }, key);
+
+    const semanticOnly = (await t.post('/api/v1/check', { messages, cache_types: ['semantic'] }, key)).json();
+    assert.equal(semanticOnly.cache_hit, true);
+    assert.equal(semanticOnly.cache_type, 'semantic');
+    assert.ok(semanticOnly.similarity_score > 0.99);
+
+    const paraphrase = [user('List three primary colours.')];
+    const exactOnly = (await t.post('/api/v1/check', { messages: paraphrase, cache_types: ['exact'] }, key)).json();
+    assert.equal(exactOnly.cache_hit, false);
+    assert.deepEqual(exactOnly.search_results, { exact_checked: true, semantic_checked: false, closest_match_score: 0 });
+  });
+
+  test('the same follow-up after a different first question is a miss', async () => {
+    const a = [user('Tell me about the Treaty of Versailles.'), { role: 'assistant', content: 'It ended WWI.' }, user('When was it signed?')];
+    await t.post('/api/v1/store', { messages: a, answer: 'On 28 June 1919.', model: 'gpt-4o' }, key);
+    const b = [user('Tell me about the Declaration of Independence.'), { role: 'assistant', content: 'It declared independence.' }, user('When was it signed?')];
+    const res = (await t.post('/api/v1/check', { messages: b }, key)).json();
+    assert.equal(res.cache_hit, false);
+  });
+
+  test('a different system prompt never matches semantically', async () => {
+    const q = 'Translate "good morning" into French.';
+    await t.post('/api/v1/store', { messages: [{ role: 'system', content: 'Answer in English.' }, user(q)], answer: 'Bonjour', model: 'gpt-4o' }, key);
+    const res = (await t.post('/api/v1/check', { messages: [{ role: 'system', content: 'Answer like a pirate.' }, user(q)] }, key)).json();
+    assert.equal(res.cache_hit, false);
+  });
+});

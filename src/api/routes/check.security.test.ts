@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { closeSharedEmbedder, sharedEmbedder, startTestApp, user, type TestApp } from '../../../test/helpers.ts';
+
+describe('authentication', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ env: { REPRISE_AUTH_FAILURES_PER_MINUTE: '5' } });
+  });
+  after(() => t.close());
+
+  const endpoints = [
+    ['POST', '/api/v1/check'],
+    ['POST', '/api/v1/store'],
+    ['GET', '/api/v1/usage'],
+    ['GET', '/api/v1/health'],
+  ] as const;
+
+  for (const [method, url] of endpoints) {
+    for (const [name, header] of [
+      ['no Authorization header', undefined],
+      ['a malformed header', 'Token abc'],
+      ['an empty bearer', 'Bearer '],
+      ['an unknown key', `Bearer rp_live_${'A'.repeat(40)}`],
+      ['a key of the wrong shape', 'Bearer sk-123'],
+    ] as const) {
+      test(`${method} ${url} with ${name} is 401 INVALID_API_KEY`, async () => {
+        const res = await t.app.inject({
+          method,
+          url,
+          remoteAddress: `10.0.${endpoints.findIndex(([, u]) => u === url)}.${name.length}`,
+          headers: { 'content-type': 'application/json', ...(header ? { authorization: header } : {}) },
+          payload: method === 'POST' ? JSON.stringify({ messages: [user('x')], answer: 'y' }) : undefined,
+        });
+        assert.equal(res.statusCode, 401);
+        const body = res.json();
+        assert.equal(body.error.code, 'INVALID_API_KEY');
+        assert.equal(body.status, 401);
+        assert.ok(res.headers['x-ratelimit-limit']);
+        assert.ok(res.headers['x-ratelimit-remaining'] !== undefined);
+        assert.ok(res.headers['x-ratelimit-reset']);
+      });
+    }
+  }
+
+  test('a revoked key is rejected at once', async () => {
+    const secret = await t.key('revokes');
+    assert.equal((await t.get('/api/v1/usage', secret)).statusCode, 200);
+    const account = await t.runtime.ctx.store.getAccountByName('revokes');
+    const [k] = await t.runtime.ctx.store.listKeys(account?.id ?? '');
+    await t.runtime.ctx.store.revokeKey(k?.id ?? '');
+    const res = await t.get('/api/v1/usage', secret);
+    assert.equal(res.statusCode, 401);
+    assert.equal(res.json().error.code, 'INVALID_API_KEY');
+  });
+
+  test('repeated failures from one address are rate limited; a valid key still works there', async () => {
+    const bad = { authorization: `Bearer rp_live_${'B'.repeat(40)}` };
+    const codes: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const res = await t.app.inject({ method: 'GET', url: '/api/v1/usage', headers: bad, remoteAddress: '192.0.2.7' });
+      codes.push(res.statusCode);
+      if (res.statusCode === 429) {
+        assert.equal(res.json().error.code, 'RATE_LIMIT_EXCEEDED');
+        assert.ok(res.json().error.retry_after >= 1);
+        assert.equal(res.headers['retry-after'], String(res.json().error.retry_after));
+      }
+    }
+    assert.deepEqual(codes, [401, 401, 401, 401, 401, 429, 429, 429]);
+    const good = await t.key();
+    const ok = await t.app.inject({ method: 'GET', url: '/api/v1/usage', headers: { authorization: `Bearer ${good}` }, remoteAddress: '192.0.2.7' });
+    assert.equal(ok.statusCode, 200);
+  });
+});
+
+describe('isolation between accounts', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ embedder: await sharedEmbedder() });
+  });
+  after(async () => {
+    await t.close();
+    await closeSharedEmbedder();
+  });
+
+  test("one account never receives another's answer, exactly or semantically, nor counts against its usage", async () => {
+    const alice = await t.key('alice');
+    const bob = await t.key('bob');
+    const messages = [user('What is the secret launch date of Project Falcon?')];
+    await t.post('/api/v1/store', { messages, answer: 'Alice-only: 3 March', model: 'gpt-4o', tokens_used: 10 }, alice);
+
+    const exact = (await t.post('/api/v1/check', { messages }, bob)).json();
+    assert.equal(exact.cache_hit, false);
+    const semantic = (
+      await t.post('/api/v1/check', { messages: [user('When is the secret launch date of Project Falcon?')], similarity_threshold: 0 }, bob)
+    ).json();
+    assert.equal(semantic.cache_hit, false);
+    assert.equal(semantic.search_results.closest_match_score, 0);
+
+    const own = (await t.post('/api/v1/check', { messages }, alice)).json();
+    assert.equal(own.answer, 'Alice-only: 3 March');
+
+    const bobUsage = (await t.get('/api/v1/usage', bob)).json();
+    assert.equal(bobUsage.total_requests, 2);
+    assert.equal(bobUsage.cache_hits, 0);
+    const aliceUsage = (await t.get('/api/v1/usage', alice)).json();
+    assert.equal(aliceUsage.total_requests, 1);
+    assert.equal(aliceUsage.cache_hits, 1);
+  });
+
+  test('namespaces partition an account further', async () => {
+    const key = await t.key();
+    const messages = [user('Summarise the quarterly report')];
+    await t.post('/api/v1/store', { messages, answer: 'team-a summary', namespace: 'team-a' }, key);
+    const other = (await t.post('/api/v1/check', { messages, namespace: 'team-b' }, key)).json();
+    assert.equal(other.cache_hit, false);
+    const none = (await t.post('/api/v1/check', { messages }, key)).json();
+    assert.equal(none.cache_hit, false);
+    const same = (await t.post('/api/v1/check', { messages, namespace: 'team-a' }, key)).json();
+    assert.equal(same.answer, 'team-a summary');
+  });
+});

@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startTestApp, user, type TestApp } from '../../../test/helpers.ts';
+
+describe('POST /api/v1/store', () => {
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    t = await startTestApp();
+    key = await t.key();
+  });
+  after(() => t.close());
+
+  test('stores with only messages and answer: model "unknown", tokens estimated from the answer', async () => {
+    const messages = [user('Say hello')];
+    const res = await t.post('/api/v1/store', { messages, answer: 'Hello there, friend!' }, key);
+    assert.equal(res.statusCode, 200);
+    const body = res.json();
+    assert.equal(body.stored, true);
+    assert.deepEqual(body.cache_types_stored, ['exact']);
+    assert.equal(typeof body.storage_time_ms, 'number');
+    const hit = (await t.post('/api/v1/check', { messages }, key)).json();
+    assert.equal(hit.metadata.model, 'unknown');
+    assert.equal(hit.metadata.original_tokens, 5);
+    assert.equal(hit.tokens_saved, 5);
+  });
+
+  test('storing the same conversation again replaces the answer', async () => {
+    const messages = [user('Pick a number')];
+    await t.post('/api/v1/store', { messages, answer: 'seven', model: 'gpt-4o', tokens_used: 1 }, key);
+    await t.post('/api/v1/check', { messages }, key);
+    await t.post('/api/v1/store', { messages, answer: 'nine', model: 'gpt-4o', tokens_used: 2 }, key);
+    const hit = (await t.post('/api/v1/check', { messages }, key)).json();
+    assert.equal(hit.answer, 'nine');
+    assert.equal(hit.metadata.original_tokens, 2);
+    assert.equal(hit.metadata.usage_count, 1);
+  });
+
+  test('an entry with ttl_seconds stops hitting once expired', async () => {
+    const messages = [user('What time is it?')];
+    await t.post('/api/v1/store', { messages, answer: 'noon', ttl_seconds: 1 }, key);
+    const deadline = Date.now() + 5000;
+    let body = (await t.post('/api/v1/check', { messages }, key)).json();
+    assert.equal(body.cache_hit, true);
+    while (body.cache_hit && Date.now() < deadline) {
+      await new Promise((r) => setImmediate(r));
+      body = (await t.post('/api/v1/check', { messages }, key)).json();
+    }
+    assert.equal(body.cache_hit, false);
+  });
+});
+
+describe('POST /api/v1/store: invalid input', () => {
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    t = await startTestApp({ env: { REPRISE_MAX_ANSWER_CHARS: '20' } });
+    key = await t.key();
+  });
+  after(() => t.close());
+
+  const cases: [string, unknown, string][] = [
+    ['messages missing', { answer: 'a' }, 'messages'],
+    ['messages empty', { messages: [], answer: 'a' }, 'messages'],
+    ['answer missing', { messages: [user('q')] }, 'answer'],
+    ['answer empty', { messages: [user('q')], answer: '' }, 'answer'],
+    ['answer not a string', { messages: [user('q')], answer: { text: 'a' } }, 'answer'],
+    ['answer too long', { messages: [user('q')], answer: 'x'.repeat(21) }, 'answer'],
+    ['model not a string', { messages: [user('q')], answer: 'a', model: 4 }, 'model'],
+    ['tokens_used negative', { messages: [user('q')], answer: 'a', tokens_used: -1 }, 'tokens_used'],
+    ['tokens_used fractional', { messages: [user('q')], answer: 'a', tokens_used: 1.5 }, 'tokens_used'],
+    ['tokens_used a string', { messages: [user('q')], answer: 'a', tokens_used: '12' }, 'tokens_used'],
+    ['a bad role', { messages: [{ role: 'tool', content: 'q' }], answer: 'a' }, 'messages[0].role'],
+  ];
+  for (const [name, body, field] of cases) {
+    test(`400 INVALID_INPUT when ${name}`, async () => {
+      const res = await t.post('/api/v1/store', body, key);
+      assert.equal(res.statusCode, 400);
+      const b = res.json();
+      assert.equal(b.error.code, 'INVALID_INPUT');
+      assert.equal(b.error.details.field, field);
+      assert.equal(b.status, 400);
+    });
+  }
+
+  test('nothing is stored by a rejected request', async () => {
+    await t.post('/api/v1/store', { messages: [user('q')], answer: 'x'.repeat(21) }, key);
+    const res = (await t.post('/api/v1/check', { messages: [user('q')] }, key)).json();
+    assert.equal(res.cache_hit, false);
+  });
+});

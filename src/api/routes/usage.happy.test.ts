@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { startTestApp, tempDir, testConfig, user, type TestApp } from '../../../test/helpers.ts';
+
+describe('GET /api/v1/usage', () => {
+  let t: TestApp;
+  before(async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.json');
+    writeFileSync(file, JSON.stringify({ prices: { 'house-model': 20 }, default_price_per_million: 1 }));
+    t = await startTestApp({ config: testConfig({ REPRISE_CONFIG: file }) });
+  });
+  after(() => t.close());
+
+  test('a new account has zero usage', async () => {
+    const key = await t.key();
+    const res = await t.get('/api/v1/usage', key);
+    assert.equal(res.statusCode, 200);
+    const u = res.json();
+    assert.equal(u.total_requests, 0);
+    assert.equal(u.cache_hits, 0);
+    assert.equal(u.cache_misses, 0);
+    assert.equal(u.hit_rate_percentage, 0);
+    assert.equal(u.exact_hits, 0);
+    assert.equal(u.semantic_hits, 0);
+    assert.equal(u.average_lookup_time_ms, 0);
+    assert.deepEqual(u.performance, { fast_responses: 0, smart_responses: 0, estimated_cost_savings: '$0.00' });
+  });
+
+  test('counts add up and savings follow the price table', async () => {
+    const key = await t.key();
+    const a = [user('question a')];
+    const b = [user('question b')];
+    await t.post('/api/v1/check', { messages: a }, key); // miss
+    await t.post('/api/v1/store', { messages: a, answer: 'A', model: 'house-model', tokens_used: 50_000 }, key);
+    await t.post('/api/v1/store', { messages: b, answer: 'B', model: 'mystery-model', tokens_used: 1_000_000 }, key);
+    await t.post('/api/v1/check', { messages: a }, key); // hit: 50k tokens at $20/M = $1
+    await t.post('/api/v1/check', { messages: a }, key); // hit: $1
+    await t.post('/api/v1/check', { messages: b }, key); // hit: 1M tokens at the $1 default
+    await t.post('/api/v1/check', { messages: [user('never stored')] }, key); // miss
+    const u = (await t.get('/api/v1/usage', key)).json();
+    assert.equal(u.total_requests, 5);
+    assert.equal(u.cache_hits, 3);
+    assert.equal(u.cache_misses, 2);
+    assert.equal(u.total_requests, u.cache_hits + u.cache_misses);
+    assert.equal(u.exact_hits, 3);
+    assert.equal(u.semantic_hits, 0);
+    assert.equal(u.cache_hits, u.exact_hits + u.semantic_hits);
+    assert.equal(u.hit_rate_percentage, 60);
+    assert.ok(u.average_lookup_time_ms > 0);
+    assert.deepEqual(u.performance, { fast_responses: 3, smart_responses: 0, estimated_cost_savings: '$3.00' });
+  });
+
+  test('store and usage requests are not check requests', async () => {
+    const key = await t.key();
+    await t.post('/api/v1/store', { messages: [user('x')], answer: 'y' }, key);
+    await t.get('/api/v1/usage', key);
+    const u = (await t.get('/api/v1/usage', key)).json();
+    assert.equal(u.total_requests, 0);
+  });
+
+  test('from and to bound the period; bad values are a 400', async () => {
+    const key = await t.key();
+    await t.post('/api/v1/check', { messages: [user('x')] }, key);
+    const future = (await t.get('/api/v1/usage?from=2999-01-01T00:00:00Z', key)).json();
+    assert.equal(future.total_requests, 0);
+    const past = (await t.get('/api/v1/usage?to=2000-01-01', key)).json();
+    assert.equal(past.total_requests, 0);
+    const all = (await t.get('/api/v1/usage?from=2000-01-01&to=2999-01-01', key)).json();
+    assert.equal(all.total_requests, 1);
+    const bad = await t.get('/api/v1/usage?from=yesterday', key);
+    assert.equal(bad.statusCode, 400);
+    assert.equal(bad.json().error.code, 'INVALID_INPUT');
+    assert.equal(bad.json().error.details.field, 'from');
+  });
+});

@@ -1,0 +1,89 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../src/app.ts';
+import { loadConfig, type Config } from '../src/config.ts';
+import type { Embedder } from '../src/embedding/interface.ts';
+import { createKey } from '../src/keys/keys.ts';
+import { createRuntime, type Runtime } from '../src/runtime.ts';
+
+export function tempDir(prefix = 'reprise-test-'): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({ REPRISE_DATA_DIR: tempDir(), REPRISE_EMBEDDER: 'none', ...env });
+}
+
+let shared: Promise<Embedder> | null = null;
+
+/** The real default embedder, loaded once per test file and closed by `closeSharedEmbedder`. */
+export function sharedEmbedder(): Promise<Embedder> {
+  shared ??= import('../src/embedding/use-lite.ts').then((m) => m.createUseLiteEmbedder({ workers: 1 }));
+  return shared;
+}
+
+export async function closeSharedEmbedder(): Promise<void> {
+  if (shared) await (await shared).close();
+  shared = null;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  runtime: Runtime;
+  config: Config;
+  /** Creates an account (if new) and a key on it; returns the secret. */
+  key(account?: string, plan?: string): Promise<string>;
+  post(url: string, body: unknown, secret?: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
+  get(url: string, secret?: string): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  config?: Config;
+  env?: Record<string, string>;
+  embedder?: Embedder | null;
+  /** Keep the data dir after close (for restart tests). */
+  keepData?: boolean;
+}
+
+export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const config = opts.config ?? testConfig(opts.env);
+  const runtime = await createRuntime(config, { embedder: opts.embedder ?? null });
+  const app = await buildApp(runtime.ctx);
+  const store = runtime.ctx.store;
+  return {
+    app,
+    runtime,
+    config,
+    async key(account = `acct-${Math.random().toString(36).slice(2, 10)}`, plan = 'enterprise') {
+      const a = (await store.getAccountByName(account)) ?? (await store.createAccount(account, plan));
+      return (await createKey(store, a)).secret;
+    },
+    post(url, body, secret, headers = {}) {
+      return app.inject({
+        method: 'POST',
+        url,
+        payload: body === undefined ? undefined : JSON.stringify(body),
+        headers: {
+          'content-type': 'application/json',
+          ...(secret ? { authorization: `Bearer ${secret}` } : {}),
+          ...headers,
+        },
+      });
+    },
+    get(url, secret) {
+      return app.inject({ method: 'GET', url, headers: secret ? { authorization: `Bearer ${secret}` } : {} });
+    },
+    async close() {
+      await app.close();
+      await runtime.close();
+      if (!opts.keepData) rmSync(config.dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const user = (content: string) => ({ role: 'user' as const, content });
+export const conv = (...turns: string[]) =>
+  turns.map((content, i) => ({ role: i % 2 === 0 ? ('user' as const) : ('assistant' as const), content }));

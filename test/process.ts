@@ -1,0 +1,83 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const BIN = fileURLToPath(new URL('../bin/reprise.js', import.meta.url));
+
+/** A parsed response body; tests assert on it field by field, as with light-my-request's `json()`. */
+export type ResponseJson = ReturnType<import('fastify').LightMyRequestResponse['json']>;
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  /** Everything the process printed to stdout so far. */
+  stdout(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `reprise serve` as a user would, on a free port, and waits until it listens. */
+export async function startServerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8');
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (d: string) => (err += d));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);
+    child.stdout?.on('data', (d: string) => {
+      out += d;
+      const m = /"url":"(http:\/\/[^"]+)"[^\n]*Reprise is listening/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1] as string);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${out}\n${err}`));
+    });
+  });
+  return {
+    child,
+    url,
+    stdout: () => out,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      const [code] = (await once(child, 'exit')) as [number | null];
+      return code;
+    },
+  };
+}
+
+/** Runs the CLI to completion. */
+export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+export async function api(
+  base: string,
+  method: 'GET' | 'POST',
+  path: string,
+  key: string,
+  body?: unknown,
+): Promise<{ status: number; headers: Headers; json: ResponseJson }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, headers: res.headers, json: (await res.json()) as ResponseJson };
+}

@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startTestApp, user, type TestApp } from './helpers.ts';
+
+describe('rate limits by plan', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  test('free: a burst of 100, then 429 RATE_LIMIT_EXCEEDED with retry_after and Retry-After', async () => {
+    const key = await t.key(undefined, 'free');
+    const started = Math.floor(Date.now() / 1000);
+    let first: Record<string, unknown> | null = null;
+    for (let i = 0; i < 100; i++) {
+      const res = await t.get('/api/v1/usage', key);
+      assert.equal(res.statusCode, 200, `request ${i + 1}`);
+      assert.equal(res.headers['x-ratelimit-limit'], '60');
+      first ??= res.headers;
+    }
+    assert.equal(first?.['x-ratelimit-remaining'], '99');
+    const refused = await t.post('/api/v1/check', { messages: [user('one too many')] }, key);
+    assert.equal(refused.statusCode, 429);
+    const body = refused.json();
+    assert.equal(body.error.code, 'RATE_LIMIT_EXCEEDED');
+    assert.equal(body.status, 429);
+    assert.equal(body.error.retry_after, 1);
+    assert.equal(refused.headers['retry-after'], '1');
+    assert.equal(refused.headers['x-ratelimit-remaining'], '0');
+    const reset = Number(refused.headers['x-ratelimit-reset']);
+    assert.ok(Number.isInteger(reset));
+    // An empty bucket of 100 refills at 1/s: full again about 100 s from now.
+    assert.ok(reset >= started + 95 && reset <= started + 105, `reset ${reset} vs now ${started}`);
+  });
+
+  test('pro and enterprise advertise their per-minute limits and bursts', async () => {
+    for (const [plan, limit, burst] of [
+      ['pro', '600', 1000],
+      ['enterprise', '6000', 10000],
+    ] as const) {
+      const key = await t.key(undefined, plan);
+      const res = await t.get('/api/v1/usage', key);
+      assert.equal(res.headers['x-ratelimit-limit'], limit);
+      assert.equal(res.headers['x-ratelimit-remaining'], String(burst - 1));
+    }
+  });
+
+  test('the unlimited plan counts but never refuses', async () => {
+    const key = await t.key(undefined, 'unlimited');
+    t.config.plans.unlimited = { requestsPerMinute: 1, burst: 2, unlimited: true };
+    const codes = [];
+    for (let i = 0; i < 5; i++) codes.push((await t.get('/api/v1/usage', key)).statusCode);
+    assert.deepEqual(codes, [200, 200, 200, 200, 200]);
+    const res = await t.get('/api/v1/usage', key);
+    assert.equal(res.headers['x-ratelimit-remaining'], '0');
+  });
+
+  test('limits are per account', async () => {
+    t.config.plans.tiny = { requestsPerMinute: 1, burst: 1, unlimited: false };
+    const a = await t.key(undefined, 'tiny');
+    const b = await t.key(undefined, 'tiny');
+    assert.equal((await t.get('/api/v1/usage', a)).statusCode, 200);
+    assert.equal((await t.get('/api/v1/usage', a)).statusCode, 429);
+    assert.equal((await t.get('/api/v1/usage', b)).statusCode, 200);
+  });
+});

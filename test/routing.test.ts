@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startTestApp, type TestApp } from './helpers.ts';
+
+describe('routing, health and documents', () => {
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    t = await startTestApp();
+    key = await t.key();
+  });
+  after(() => t.close());
+
+  test('an unknown path is 404 NOT_FOUND in the error shape, with rate-limit headers', async () => {
+    for (const url of ['/api/v1/nothing', '/nothing']) {
+      const res = await t.get(url, key);
+      assert.equal(res.statusCode, 404);
+      const body = res.json();
+      assert.equal(body.error.code, 'NOT_FOUND');
+      assert.equal(body.status, 404);
+      assert.ok(body.timestamp);
+      assert.ok(res.headers['x-ratelimit-limit']);
+      assert.ok(res.headers['x-ratelimit-reset']);
+    }
+  });
+
+  test('a wrong method is 405 METHOD_NOT_ALLOWED with Allow', async () => {
+    const res = await t.get('/api/v1/check', key);
+    assert.equal(res.statusCode, 405);
+    assert.equal(res.json().error.code, 'METHOD_NOT_ALLOWED');
+    assert.equal(res.headers.allow, 'POST');
+    const del = await t.app.inject({ method: 'DELETE', url: '/api/v1/usage', headers: { authorization: `Bearer ${key}` } });
+    assert.equal(del.statusCode, 405);
+    assert.match(String(del.headers.allow), /GET/);
+  });
+
+  test('GET /api/v1/health answers in the envelope for a valid key', async () => {
+    const res = await t.get('/api/v1/health', key);
+    assert.equal(res.statusCode, 200);
+    const body = res.json();
+    assert.equal(body.status, 'success');
+    assert.equal(body.data.healthy, true);
+    assert.equal(typeof body.message, 'string');
+    assert.ok(!Number.isNaN(Date.parse(body.timestamp)));
+    assert.equal(body.data.checks.store, 'ok');
+  });
+
+  test('GET /healthz needs no key', async () => {
+    const res = await t.get('/healthz');
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.json().status, 'ok');
+    assert.ok(res.headers['x-ratelimit-limit']);
+  });
+
+  test('every response carries a request id', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'abc-123' } });
+    assert.equal(res.headers['x-request-id'], 'abc-123');
+    const generated = await t.get('/api/v1/usage', key);
+    assert.match(String(generated.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+  });
+
+  test('/openapi.json documents the endpoints from the route schemas', async () => {
+    const res = await t.get('/openapi.json');
+    assert.equal(res.statusCode, 200);
+    const doc = res.json();
+    assert.equal(doc.openapi, '3.0.3');
+    for (const p of ['/api/v1/check', '/api/v1/store', '/api/v1/usage', '/api/v1/health']) assert.ok(doc.paths[p], p);
+    const check = doc.paths['/api/v1/check'].post;
+    const schema = check.requestBody.content['application/json'].schema;
+    assert.deepEqual(schema.required, ['messages']);
+    assert.equal(schema.properties.similarity_threshold.maximum, 1);
+  });
+
+  test('an internal failure is a 500 INTERNAL_ERROR without internals', async () => {
+    const broken = await startTestApp();
+    const secret = await broken.key();
+    await broken.runtime.ctx.store.close();
+    const res = await broken.post('/api/v1/store', { messages: [{ role: 'user', content: 'x' }], answer: 'y' }, secret).catch(() => null);
+    // The key lookup itself fails once the database is closed.
+    assert.ok(res);
+    assert.equal(res.statusCode, 500);
+    const body = res.json();
+    assert.equal(body.error.code, 'INTERNAL_ERROR');
+    assert.equal(body.status, 500);
+    assert.doesNotMatch(JSON.stringify(body), /sqlite|database|at .*\.ts/i);
+    await broken.app.close();
+  });
+});

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, describe, test } from 'node:test';
+import { tempDir } from './helpers.ts';
+import { api, runCli, startServerProcess, type ServerProcess } from './process.ts';
+
+const user = (content: string) => ({ role: 'user', content });
+
+describe('the real server, as a user runs it', () => {
+  const dir = tempDir('reprise-e2e-');
+  const env = { REPRISE_DATA_DIR: dir, REPRISE_EMBED_WORKERS: '1' };
+  let server: ServerProcess | null = null;
+  after(async () => {
+    await server?.stop('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('first start prints a bootstrap key; miss → store → exact hit → semantic hit → usage', async () => {
+    server = await startServerProcess(env);
+    const key = /\b(rp_live_[0-9A-Za-z]{40})\b/.exec(server.stdout())?.[1];
+    assert.ok(key, 'bootstrap key printed');
+    assert.match(server.stdout(), /curl -s http:\/\/127\.0\.0\.1:\d+\/api\/v1\/health/);
+
+    const health = await api(server.url, 'GET', '/api/v1/health', key);
+    assert.equal(health.status, 200);
+    assert.ok(health.headers.get('x-ratelimit-limit'));
+
+    const question = [user('What is the capital city of Australia?')];
+    const miss = await api(server.url, 'POST', '/api/v1/check', key, { messages: question });
+    assert.equal(miss.json.cache_hit, false);
+    const stored = await api(server.url, 'POST', '/api/v1/store', key, {
+      messages: question,
+      answer: 'Canberra.',
+      model: 'gpt-4o',
+      tokens_used: 12,
+    });
+    assert.equal(stored.json.stored, true);
+    const exact = await api(server.url, 'POST', '/api/v1/check', key, { messages: question });
+    assert.equal(exact.json.cache_type, 'exact');
+    const semantic = await api(server.url, 'POST', '/api/v1/check', key, {
+      messages: [user("What's the capital city of Australia?")],
+    });
+    assert.equal(semantic.json.cache_hit, true, JSON.stringify(semantic.json));
+    assert.equal(semantic.json.cache_type, 'semantic');
+    assert.equal(semantic.json.answer, 'Canberra.');
+    const usage = await api(server.url, 'GET', '/api/v1/usage', key);
+    assert.equal(usage.json.total_requests, 3);
+    assert.equal(usage.json.cache_hits, 2);
+    assert.equal(usage.json.exact_hits, 1);
+    assert.equal(usage.json.semantic_hits, 1);
+    assert.equal(usage.json.cache_misses, 1);
+  });
+
+  test('the CLI manages keys while the server runs; a revoked key is refused at once', async () => {
+    assert.ok(server);
+    const created = await runCli(['keys', 'create', '--account', 'acme', '--plan', 'pro', '--json'], env);
+    assert.equal(created.code, 0, created.stderr);
+    const k = JSON.parse(created.stdout) as { key: string; key_id: string; account: string; plan: string };
+    assert.equal(k.account, 'acme');
+    assert.equal(k.plan, 'pro');
+    const ok = await api(server.url, 'GET', '/api/v1/usage', k.key);
+    assert.equal(ok.status, 200);
+    assert.equal(ok.headers.get('x-ratelimit-limit'), '600');
+
+    const list = await runCli(['keys', 'list', '--account', 'acme'], env);
+    assert.equal(list.code, 0);
+    assert.match(list.stdout, new RegExp(k.key_id));
+    assert.match(list.stdout, /active/);
+    assert.doesNotMatch(list.stdout, new RegExp(k.key));
+
+    const revoked = await runCli(['keys', 'revoke', k.key_id], env);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    const refused = await api(server.url, 'GET', '/api/v1/usage', k.key);
+    assert.equal(refused.status, 401);
+    assert.equal(refused.json.error.code, 'INVALID_API_KEY');
+  });
+
+  test('acknowledged stores survive SIGKILL; usage survives SIGTERM; no second bootstrap key', async () => {
+    assert.ok(server);
+    const created = await runCli(['keys', 'create', '--account', 'durable', '--json'], env);
+    const key = (JSON.parse(created.stdout) as { key: string }).key;
+    const stores = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        api(server!.url, 'POST', '/api/v1/store', key, { messages: [user(`durable question ${i}`)], answer: `answer ${i}` }),
+      ),
+    );
+    assert.ok(stores.every((s) => s.json.stored === true));
+    await server.stop('SIGKILL');
+
+    server = await startServerProcess(env);
+    assert.doesNotMatch(server.stdout(), /rp_live_/);
+    for (let i = 0; i < 25; i++) {
+      const hit = await api(server.url, 'POST', '/api/v1/check', key, { messages: [user(`durable question ${i}`)] });
+      assert.equal(hit.json.answer, `answer ${i}`);
+    }
+    assert.equal(await server.stop('SIGTERM'), 0);
+
+    server = await startServerProcess(env);
+    const usage = await api(server.url, 'GET', '/api/v1/usage', key);
+    assert.equal(usage.json.total_requests, 25);
+    assert.equal(usage.json.exact_hits, 25);
+  });
+
+  test('the CLI explains bad usage', async () => {
+    const res = await runCli(['keys', 'create'], env);
+    assert.equal(res.code, 2);
+    assert.match(res.stderr, /--account/);
+    const plan = await runCli(['keys', 'create', '--account', 'x', '--plan', 'platinum'], env);
+    assert.equal(plan.code, 2);
+    assert.match(plan.stderr, /unknown plan platinum/);
+    const bad = await runCli(['serve'], { ...env, PORT: 'eighty' });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /PORT: expected an integer/);
+  });
+});
