@@ -10,6 +10,7 @@ import { storeRoute } from './api/routes/store.ts';
 import { usageRoute } from './api/routes/usage.ts';
 import { healthRoute } from './api/routes/health.ts';
 import type { BucketRule } from './limits/interface.ts';
+import { Metrics } from './api/metrics.ts';
 
 export type { AppContext } from './api/context.ts';
 
@@ -117,7 +118,10 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     return errorBody(apiError);
   });
 
-  checkRoute(app, ctx);
+  const metrics = new Metrics();
+  metrics.install(app);
+
+  checkRoute(app, ctx, metrics);
   storeRoute(app, ctx);
   usageRoute(app, ctx);
   healthRoute(app, ctx);

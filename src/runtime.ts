@@ -14,9 +14,18 @@ import { SqliteStore } from './store/sqlite.ts';
 import { BruteForceIndex } from './vector/brute.ts';
 import type { VectorIndex } from './vector/interface.ts';
 
-export const VERSION: string = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
+/** The package version, read from package.json (one level up from src/, two from dist/src/). */
+export const VERSION: string = (() => {
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'reprise' && pkg.version) return pkg.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return '0.0.0';
+})();
 
 export function sqlitePath(config: Config): string {
   return path.join(config.dataDir, 'reprise.db');

@@ -86,3 +86,19 @@ describe('routing, health and documents', () => {
     await broken.app.close();
   });
 });
+
+describe('metrics', () => {
+  test('GET /metrics exposes request and check counters', async () => {
+    const t = await startTestApp();
+    try {
+      const key = await t.key();
+      await t.post('/api/v1/check', { messages: [{ role: 'user', content: 'm' }] }, key);
+      const res = await t.get('/metrics');
+      assert.equal(res.statusCode, 200);
+      assert.match(res.body, /reprise_checks_total\{outcome="miss"\} 1/);
+      assert.match(res.body, /reprise_http_request_duration_seconds_count\{method="POST",route="\/api\/v1\/check",status="200"\} 1/);
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { CacheType } from '../../cache/service.ts';
 import type { Message } from '../../cache/canonical.ts';
 import type { AppContext } from '../context.ts';
+import type { Metrics } from '../metrics.ts';
 import { checkBodySchema, checkResponseSchema, errorResponseSchema } from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
@@ -13,7 +14,7 @@ interface CheckBody {
   model?: string;
 }
 
-export function checkRoute(app: FastifyInstance, ctx: AppContext): void {
+export function checkRoute(app: FastifyInstance, ctx: AppContext, metrics: Metrics): void {
   app.post<{ Body: CheckBody }>(
     '/api/v1/check',
     {
@@ -34,6 +35,7 @@ export function checkRoute(app: FastifyInstance, ctx: AppContext): void {
         namespace: b.namespace,
         model: b.model,
       });
+      metrics.checks.inc({ outcome: result.cacheHit ? `${result.cacheType}_hit` : 'miss' });
       if (result.cacheHit) {
         return {
           cache_hit: true,

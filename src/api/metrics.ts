@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Prometheus metrics of one app: HTTP requests by route and status, and check outcomes. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly http = new Histogram({
+    name: 'reprise_http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1],
+    registers: [this.registry],
+  });
+  readonly checks = new Counter({
+    name: 'reprise_checks_total',
+    help: 'Check requests by outcome',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'reprise_' });
+  }
+
+  /** Adds the request hook and `GET /metrics`. */
+  install(app: FastifyInstance): void {
+    app.addHook('onResponse', async (request, reply) => {
+      this.http.observe(
+        { method: request.method, route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) },
+        reply.elapsedTime / 1000,
+      );
+    });
+    app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+      reply.header('Content-Type', this.registry.contentType);
+      return this.registry.metrics();
+    });
+  }
+}
