@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { createHttpEmbedder } from './http.ts';
+import type { Embedder } from './interface.ts';
+import { createUseLiteEmbedder } from './use-lite.ts';
+
+const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * (b[i] as number), 0);
+
+describe('USE-lite embedder', () => {
+  let e: Embedder;
+  before(async () => {
+    e = await createUseLiteEmbedder({ workers: 2, maxBatch: 8 });
+  });
+  after(() => e.close());
+
+  test('unit vectors of 512 dimensions; paraphrases closer than unrelated texts', async () => {
+    const [a, b, c] = await e.embed(['How do I reset my password?', 'How can I change my password?', 'Best pizza in Naples']);
+    assert.ok(a && b && c);
+    assert.equal(a.length, 512);
+    assert.equal(e.dimensions, 512);
+    assert.ok(Math.abs(dot(a, a) - 1) < 1e-4);
+    assert.ok(dot(a, b) > 0.8, String(dot(a, b)));
+    assert.ok(dot(a, c) < 0.4, String(dot(a, c)));
+  });
+
+  test('the same text gives the same vector, alone or in a batch', async () => {
+    const [alone] = await e.embed(['A stable sentence.']);
+    const batch = await e.embed(['other', 'A stable sentence.', 'more']);
+    assert.ok(alone && batch[1]);
+    assert.ok(dot(alone, batch[1]) > 0.9999);
+  });
+
+  test('many concurrent calls resolve, each with its own text', async () => {
+    const texts = Array.from({ length: 60 }, (_, i) => `question number ${i} about the ${i % 2 ? 'sea' : 'mountains'}`);
+    const one = await Promise.all(texts.map((t) => e.embed([t]).then((v) => v[0] as Float32Array)));
+    const together = await e.embed(texts);
+    one.forEach((v, i) => assert.ok(dot(v, together[i] as Float32Array) > 0.9999, `text ${i}`));
+  });
+
+  test('empty and very long texts embed to unit vectors', async () => {
+    const long = 'The quick brown fox jumps over the lazy dog. '.repeat(400);
+    const [empty, big] = await e.embed(['', long]);
+    assert.ok(empty && big);
+    assert.ok(Math.abs(dot(empty, empty) - 1) < 1e-4);
+    assert.ok(Math.abs(dot(big, big) - 1) < 1e-4);
+  });
+});
+
+describe('HTTP embedder', () => {
+  const server = createServer(async (req: IncomingMessage, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    if (req.headers.authorization !== 'Bearer secret') {
+      res.writeHead(401).end('{"error":"no"}');
+      return;
+    }
+    const { input } = JSON.parse(body) as { input: string[] };
+    const data = input.map((t, index) => ({ index, embedding: [t.length, 1, 0] })).reverse();
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data }));
+  });
+  let base = '';
+  before(async () => {
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => new Promise<void>((r) => server.close(() => r())));
+
+  test('learns the dimensions, keeps the order by index, normalises', async () => {
+    const e = await createHttpEmbedder({ baseUrl: base, model: 'm', apiKey: 'secret' });
+    assert.equal(e.id, 'http:m');
+    assert.equal(e.dimensions, 3);
+    const [a, b] = await e.embed(['abc', 'a']);
+    assert.ok(a && b);
+    assert.ok(Math.abs((a[0] as number) - 3 / Math.sqrt(10)) < 1e-6);
+    assert.ok(Math.abs((b[0] as number) - 1 / Math.sqrt(2)) < 1e-6);
+  });
+
+  test('a refusal or an unreachable server is a clear error', async () => {
+    await assert.rejects(createHttpEmbedder({ baseUrl: base, model: 'm', apiKey: 'wrong' }), /answered 401/);
+    await assert.rejects(createHttpEmbedder({ baseUrl: 'http://127.0.0.1:9', model: 'm' }), /did not answer/);
+  });
+});

@@ -1,0 +1,173 @@
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { Embedder } from './interface.ts';
+import { Lru } from './lru.ts';
+
+const DIMENSIONS = 512;
+
+export interface UseLiteOptions {
+  /** Worker threads, each with its own copy of the model. Default: the number of cores. */
+  workers?: number;
+  /** Recent texts whose vectors are kept. Default 10,000. */
+  memoSize?: number;
+  /** Texts per batch sent to one worker. Default 32. */
+  maxBatch?: number;
+}
+
+interface Pending {
+  text: string;
+  resolve: (v: Float32Array) => void;
+  reject: (err: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  busy: Pending[] | null;
+  batchId: number;
+}
+
+/** Starts a worker on the compiled file, or on the TypeScript source through tsx's loader. */
+function spawn(): Worker {
+  const here = import.meta.url;
+  if (here.endsWith('.js')) return new Worker(new URL('./use-lite.worker.js', here));
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const entry = new URL('./use-lite.worker.ts', here).href;
+  const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
+  return new Worker(boot, { eval: true });
+}
+
+/**
+ * The default embedder: Universal Sentence Encoder lite (512-d) in a pool of worker threads,
+ * so embedding never blocks the event loop. Texts that arrive while the workers are busy are
+ * grouped into batches; identical texts in flight are embedded once; recent results are memoised.
+ */
+class UseLitePool implements Embedder {
+  readonly id = 'use-lite@1';
+  readonly dimensions = DIMENSIONS;
+  readonly maxBatch: number;
+  private readonly slots: Slot[] = [];
+  private readonly queue: Pending[] = [];
+  private readonly memo: Lru<string, Float32Array>;
+  private readonly inflight = new Map<string, Promise<Float32Array>>();
+  private closed = false;
+  private nextBatch = 1;
+
+  constructor(opts: UseLiteOptions) {
+    this.maxBatch = opts.maxBatch ?? 32;
+    this.memo = new Lru(opts.memoSize ?? 10_000);
+  }
+
+  async start(workers: number): Promise<void> {
+    await Promise.all(Array.from({ length: workers }, () => this.addWorker()));
+  }
+
+  private addWorker(): Promise<void> {
+    const worker = spawn();
+    const slot: Slot = { worker, busy: null, batchId: 0 };
+    this.slots.push(slot);
+    return new Promise((resolve, reject) => {
+      let ready = false;
+      worker.on('message', (msg: { ready?: true; id?: number; vectors?: Float32Array; error?: string }) => {
+        if (msg.ready) {
+          ready = true;
+          resolve();
+          this.pump();
+          return;
+        }
+        const batch = slot.busy;
+        if (!batch || msg.id !== slot.batchId) return;
+        slot.busy = null;
+        if (msg.error !== undefined || !msg.vectors) {
+          const err = new Error(`embedding failed: ${msg.error ?? 'no vectors'}`);
+          for (const p of batch) p.reject(err);
+        } else {
+          const vectors = msg.vectors;
+          batch.forEach((p, i) => p.resolve(vectors.slice(i * DIMENSIONS, (i + 1) * DIMENSIONS)));
+        }
+        this.pump();
+      });
+      const fail = (err: Error) => {
+        const i = this.slots.indexOf(slot);
+        if (i >= 0) this.slots.splice(i, 1);
+        const batch = slot.busy;
+        slot.busy = null;
+        if (batch) for (const p of batch) p.reject(new Error(`embedding worker stopped: ${err.message}`));
+        if (!ready) {
+          reject(err);
+          return;
+        }
+        if (!this.closed) {
+          this.addWorker().catch((e: unknown) => {
+            for (const p of this.queue.splice(0)) p.reject(e instanceof Error ? e : new Error(String(e)));
+          });
+        }
+      };
+      worker.on('error', fail);
+      worker.on('exit', (code) => {
+        if (this.slots.includes(slot)) fail(new Error(`exit code ${code}`));
+      });
+    });
+  }
+
+  private pump(): void {
+    for (const slot of this.slots) {
+      if (this.queue.length === 0) return;
+      if (slot.busy) continue;
+      const batch = this.queue.splice(0, this.maxBatch);
+      slot.busy = batch;
+      slot.batchId = this.nextBatch++;
+      slot.worker.postMessage({ id: slot.batchId, texts: batch.map((p) => p.text) });
+    }
+  }
+
+  private one(text: string): Promise<Float32Array> {
+    const known = this.memo.get(text);
+    if (known) return Promise.resolve(known);
+    const running = this.inflight.get(text);
+    if (running) return running;
+    const p = new Promise<Float32Array>((resolve, reject) => {
+      this.queue.push({ text, resolve, reject });
+    }).then(
+      (v) => {
+        this.inflight.delete(text);
+        this.memo.set(text, v);
+        return v;
+      },
+      (err: unknown) => {
+        this.inflight.delete(text);
+        throw err;
+      },
+    );
+    this.inflight.set(text, p);
+    return p;
+  }
+
+  async embed(texts: readonly string[]): Promise<Float32Array[]> {
+    if (this.closed) throw new Error('embedder is closed');
+    const all = Promise.all(texts.map((t) => this.one(t)));
+    this.pump();
+    return all;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const err = new Error('embedder is closed');
+    for (const p of this.queue.splice(0)) p.reject(err);
+    const slots = this.slots.splice(0);
+    for (const s of slots) if (s.busy) for (const p of s.busy) p.reject(err);
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+  }
+}
+
+/** Loads the model in every worker; resolves when all can embed. */
+export async function createUseLiteEmbedder(opts: UseLiteOptions = {}): Promise<Embedder> {
+  const pool = new UseLitePool(opts);
+  const workers = Math.max(1, opts.workers ?? availableParallelism());
+  try {
+    await pool.start(workers);
+  } catch (err) {
+    await pool.close();
+    throw err;
+  }
+  return pool;
+}

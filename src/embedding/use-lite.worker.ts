@@ -1,0 +1,20 @@
+import { parentPort } from 'node:worker_threads';
+import { UseLiteModel } from './use-lite.model.ts';
+
+/** Messages from the pool: a batch to embed. Replies carry the packed vectors. */
+interface Request {
+  id: number;
+  texts: string[];
+}
+
+const port = parentPort;
+if (!port) throw new Error('use-lite.worker must run in a worker thread');
+
+const model = await UseLiteModel.load();
+port.postMessage({ ready: true });
+port.on('message', (req: Request) => {
+  model.embed(req.texts).then(
+    (vectors) => port.postMessage({ id: req.id, vectors }, [vectors.buffer as ArrayBuffer]),
+    (err: unknown) => port.postMessage({ id: req.id, error: err instanceof Error ? err.message : String(err) }),
+  );
+});
