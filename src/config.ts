@@ -22,6 +22,8 @@ export interface Config {
   authFailuresPerMinute: number;
   trustProxy: boolean;
   sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** How semantic candidates are scored: the calibrated hit model, or raw cosine. */
+  scorer: 'calibrated' | 'cosine';
 }
 
 export interface InputLimits {
@@ -167,6 +169,12 @@ function embedderConfig(env: Env): EmbedderConfig {
   }
 }
 
+function scorerName(env: Env): 'calibrated' | 'cosine' {
+  const v = str(env, 'REPRISE_SCORER', 'calibrated');
+  if (v !== 'calibrated' && v !== 'cosine') throw new ConfigError('REPRISE_SCORER', `expected calibrated or cosine, got ${JSON.stringify(v)}`);
+  return v;
+}
+
 /** Parses the environment (and the optional JSON file named by REPRISE_CONFIG). Throws ConfigError. */
 export function loadConfig(env: Env = process.env): Config {
   const file = env.REPRISE_CONFIG ? readFileConfig(env.REPRISE_CONFIG) : {};
@@ -196,5 +204,6 @@ export function loadConfig(env: Env = process.env): Config {
     authFailuresPerMinute: int(env, 'REPRISE_AUTH_FAILURES_PER_MINUTE', 30, 1),
     trustProxy: bool(env, 'REPRISE_TRUST_PROXY', false),
     sqliteSynchronous: sync,
+    scorer: scorerName(env),
   };
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { AppContext } from './api/context.ts';
 import type { Config } from './config.ts';
 import { Pricing } from './cache/pricing.ts';
+import { CalibratedScorer, loadHitModel } from './cache/calibrated.ts';
 import { cosineScorer, type HitScorer } from './cache/scorer.ts';
 import { CacheService } from './cache/service.ts';
 import { UsageRecorder } from './cache/usage.ts';
@@ -11,7 +12,7 @@ import type { RateLimiter } from './limits/interface.ts';
 import { MemoryRateLimiter } from './limits/memory.ts';
 import type { Store } from './store/interface.ts';
 import { SqliteStore } from './store/sqlite.ts';
-import { BruteForceIndex } from './vector/brute.ts';
+import { HybridIndex } from './vector/hnsw.ts';
 import type { VectorIndex } from './vector/interface.ts';
 
 /** The package version, read from package.json (one level up from src/, two from dist/src/). */
@@ -57,6 +58,13 @@ export async function openEmbedder(config: Config): Promise<Embedder | null> {
   }
 }
 
+/** The calibrated model where it was trained for this embedder; raw cosine otherwise. */
+export function chooseScorer(config: Config, embedder: Embedder | null): HitScorer {
+  if (config.scorer === 'cosine' || !embedder) return cosineScorer;
+  const model = loadHitModel();
+  return model.embedderId === embedder.id ? new CalibratedScorer(model) : cosineScorer;
+}
+
 export interface Runtime {
   ctx: AppContext;
   usage: UsageRecorder;
@@ -77,13 +85,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const store = await openStore(config);
   const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
   const limiter: RateLimiter = new MemoryRateLimiter();
-  const index: VectorIndex = new BruteForceIndex(embedder?.dimensions ?? 512);
+  const index: VectorIndex = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
   const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
   const cache = new CacheService({
     store,
     index,
     embedder,
-    scorer: opts.scorer ?? cosineScorer,
+    scorer: opts.scorer ?? chooseScorer(config, embedder),
     pricing: new Pricing(config.prices, config.defaultPricePerMillion),
     usage,
     entryTtlSeconds: config.entryTtlSeconds,

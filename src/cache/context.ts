@@ -10,6 +10,7 @@ export interface SemanticKey {
   /** Partition of the vector index: scope, system messages and shape of the conversation. */
   contextHash: string;
   prefixHash: string;
+  /** The embedded text: the final message, after the previous user turn when there is one. */
   queryText: string;
   /** Earlier user turns joined by newlines; empty for a single-turn conversation. */
   prefixText: string;
@@ -22,14 +23,14 @@ export function semanticKey(messages: readonly Message[], namespace: string): Se
   const last = turns.length > 0 ? (turns[turns.length - 1] as Message) : (messages[messages.length - 1] as Message);
   const earlier = turns.slice(0, -1);
   const shape = earlier.map((m) => m.role[0]).join('');
+  const userTurns = earlier.filter((m) => m.role === 'user').map((m) => m.content);
+  const previous = userTurns[userTurns.length - 1];
   return {
     contextHash: sha256Hex(`${namespace}\u0000${shape}\u0000${last.role}\u0000${canonicalMessages(system)}`),
     prefixHash: sha256Hex(canonicalMessages(earlier)),
-    queryText: last.content,
-    prefixText: earlier
-      .filter((m) => m.role === 'user')
-      .map((m) => m.content)
-      .join('\n'),
+    // A follow-up is read with the user turn before it, so "when was it signed?" carries its "it".
+    queryText: previous === undefined ? last.content : `${previous}\n${last.content}`,
+    prefixText: userTurns.join('\n'),
   };
 }
 

@@ -72,6 +72,19 @@ export class BruteForceIndex implements VectorIndex {
     if (p.ids.length === 0) this.partitions.delete(partition);
   }
 
+  /** Ids held in a partition. */
+  ids(partition: string): number[] {
+    return [...(this.partitions.get(partition)?.ids ?? [])];
+  }
+
+  /** A copy of one stored vector. */
+  vector(partition: string, id: number): Float32Array | null {
+    const p = this.partitions.get(partition);
+    const at = p?.slot.get(id);
+    if (!p || at === undefined) return null;
+    return p.data.slice(at * this.dimensions, (at + 1) * this.dimensions);
+  }
+
   search(partition: string, query: Float32Array, k: number): Neighbour[] {
     const p = this.partitions.get(partition);
     if (!p || k <= 0) return [];

@@ -1,0 +1,104 @@
+import { performance } from 'node:perf_hooks';
+import { HybridIndex } from '../src/vector/hnsw.ts';
+
+export interface ScaleResult {
+  size: number;
+  p50: number;
+  p99: number;
+  bruteP50: number;
+  recall: number;
+  bytesPerEntry: number;
+  buildSeconds: number;
+}
+
+const DIMS = 512;
+
+/** Deterministic pseudo-random numbers (mulberry32). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function unit(v: Float32Array): Float32Array {
+  let n = 0;
+  for (const x of v) n += x * x;
+  n = Math.sqrt(n);
+  for (let i = 0; i < v.length; i++) v[i] = (v[i] as number) / n;
+  return v;
+}
+
+/**
+ * Vector i: a topic centre (one per 50 entries, like questions on the same subject) plus its
+ * own offset, unit length. Regenerated from i alone, so nothing but the index holds them.
+ */
+function vectorOf(i: number, centres: Float32Array[]): Float32Array {
+  const r = rng(i + 1);
+  const c = centres[i % centres.length] as Float32Array;
+  const v = new Float32Array(DIMS);
+  for (let d = 0; d < DIMS; d++) v[d] = (c[d] as number) + 0.6 * (r() - 0.5);
+  return unit(v);
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < DIMS; i++) s += (a[i] as number) * (b[i] as number);
+  return s;
+}
+
+/** Builds an index of `size` generated vectors; measures search, recall@1 on near-duplicates, memory. */
+export async function indexScale(size: number, queries = size >= 1_000_000 ? 50 : 200): Promise<ScaleResult> {
+  const r = rng(12345);
+  const centres = Array.from({ length: Math.max(1, Math.floor(size / 50)) }, () => unit(Float32Array.from({ length: DIMS }, () => r() - 0.5)));
+  global.gc?.();
+  const rssBefore = process.memoryUsage().rss;
+  const index = new HybridIndex(DIMS, { crossover: 2000 });
+  const t0 = performance.now();
+  for (let i = 0; i < size; i++) index.add('bench', i, vectorOf(i, centres));
+  const buildSeconds = (performance.now() - t0) / 1000;
+  global.gc?.();
+  const bytesPerEntry = (process.memoryUsage().rss - rssBefore) / size;
+
+  const times: number[] = [];
+  const bruteTimes: number[] = [];
+  let agree = 0;
+  const q = rng(999);
+  for (let k = 0; k < queries; k++) {
+    const target = Math.floor(q() * size);
+    const query = vectorOf(target, centres);
+    for (let d = 0; d < DIMS; d++) query[d] = (query[d] as number) + 0.01 * (q() - 0.5);
+    unit(query);
+    const s = performance.now();
+    const got = index.search('bench', query, 1)[0];
+    times.push(performance.now() - s);
+    const b0 = performance.now();
+    let best = -1;
+    let bestScore = -2;
+    for (let i = 0; i < size; i++) {
+      const sc = dot(query, vectorOf(i, centres));
+      if (sc > bestScore) {
+        bestScore = sc;
+        best = i;
+      }
+    }
+    bruteTimes.push(performance.now() - b0);
+    if (got?.id === best) agree++;
+  }
+  times.sort((a, b) => a - b);
+  bruteTimes.sort((a, b) => a - b);
+  return {
+    size,
+    p50: times[Math.floor(times.length / 2)] as number,
+    p99: times[Math.floor(times.length * 0.99)] as number,
+    // The brute-force reference regenerates vectors as it scans: an upper bound on its cost.
+    bruteP50: bruteTimes[Math.floor(bruteTimes.length / 2)] as number,
+    recall: agree / queries,
+    bytesPerEntry,
+    buildSeconds,
+  };
+}

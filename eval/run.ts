@@ -1,0 +1,231 @@
+/**
+ * Measures hit quality on labelled pairs through the real CacheService (store, then check),
+ * for the calibrated scorer and for raw cosine, in two modes:
+ * - pairs: each pair alone in its own account: store `a`, check `b`;
+ * - crowded: every `a` stored in one account, every `b` checked; a hit on the wrong entry is a
+ *   wrong answer (how GPTCache reports: correct / wrong / miss).
+ *
+ *   npm run eval -- [--data FILE_OR_DIR] [--mode pairs|crowded|both] [--scorer calibrated|cosine|both]
+ *                   [--limit N] [--json]
+ */
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { statSync } from 'node:fs';
+import { CalibratedScorer } from '../src/cache/calibrated.ts';
+import type { Message } from '../src/cache/canonical.ts';
+import { cosineScorer, type HitScorer } from '../src/cache/scorer.ts';
+import type { CacheService } from '../src/cache/service.ts';
+import { loadConfig } from '../src/config.ts';
+import { createUseLiteEmbedder } from '../src/embedding/use-lite.ts';
+import { createRuntime } from '../src/runtime.ts';
+import type { Account } from '../src/store/interface.ts';
+import { CachedEmbedder, defaultEvalDir, loadPairs, pairFiles, type Pair } from './data.ts';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+
+const { values } = parseArgs({
+  options: {
+    data: { type: 'string' },
+    mode: { type: 'string', default: 'both' },
+    scorer: { type: 'string', default: 'both' },
+    limit: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  },
+});
+
+const THRESHOLDS = Array.from({ length: 40 }, (_, i) => Math.round((0.6 + i * 0.01) * 100) / 100);
+const SHOWN = [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99];
+
+function files(): string[] {
+  const given = values.data ?? defaultEvalDir();
+  if (!given) throw new Error('no evaluation data: pass --data FILE_OR_DIR (e.g. ../shared/eval)');
+  return statSync(given).isDirectory() ? pairFiles(given) : [given];
+}
+
+/** A pair side as a conversation: user turns, with a stand-in assistant reply between them. */
+function conversation(side: string | string[]): Message[] {
+  const turns = Array.isArray(side) ? side : [side];
+  const out: Message[] = [];
+  turns.forEach((t, i) => {
+    if (i > 0) out.push({ role: 'assistant', content: '(reply)' });
+    out.push({ role: 'user', content: t });
+  });
+  return out;
+}
+const keyOf = (side: string | string[]) => JSON.stringify(side);
+
+interface Outcome {
+  /** Score of the answer served at threshold 0, or null on a miss even then. */
+  score: number | null;
+  /** Whether the served entry is a right answer for the query. */
+  right: boolean;
+  label: 0 | 1;
+}
+
+async function withService<T>(scorer: HitScorer, embedder: CachedEmbedder, fn: (cache: CacheService, account: (name: string) => Promise<Account>) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'reprise-eval-'));
+  const config = loadConfig({ REPRISE_DATA_DIR: dir, REPRISE_SQLITE_SYNCHRONOUS: 'NORMAL', REPRISE_EMBEDDER: 'none' });
+  const runtime = await createRuntime(config, { embedder, scorer });
+  try {
+    const store = runtime.ctx.store;
+    return await fn(runtime.ctx.cache, (name) => store.createAccount(name, 'unlimited'));
+  } finally {
+    await runtime.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function pairsMode(pairs: Pair[], scorer: HitScorer, embedder: CachedEmbedder): Promise<Outcome[]> {
+  return withService(scorer, embedder, async (cache, account) => {
+    const out: Outcome[] = [];
+    let i = 0;
+    for (const p of pairs) {
+      const acc = await account(`pair-${i++}`);
+      await cache.store(acc, { messages: conversation(p.a), answer: 'a', model: 'eval' });
+      const r = await cache.check(acc, { messages: conversation(p.b), similarityThreshold: 0 });
+      out.push({ score: r.cacheHit ? (r.similarityScore ?? 1) : null, right: p.label === 1, label: p.label });
+    }
+    return out;
+  });
+}
+
+/**
+ * Equivalence groups for crowded mode: texts joined by a label-1 pair, transitively, and texts
+ * that are the same once case, spacing and punctuation are ignored. A served entry is right when
+ * it is in the query's group.
+ */
+function groups(pairs: Pair[]): (side: string | string[]) => string {
+  const parent = new Map<string, string>();
+  const norm = (side: string | string[]) =>
+    (Array.isArray(side) ? side : [side]).map((t) => t.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim()).join('\u0000');
+  const find = (x: string): string => {
+    let root = x;
+    while (parent.has(root) && parent.get(root) !== root) root = parent.get(root) as string;
+    parent.set(x, root);
+    return root;
+  };
+  for (const p of pairs) {
+    const a = find(norm(p.a));
+    const b = find(norm(p.b));
+    if (p.label === 1 && a !== b) parent.set(a, b);
+  }
+  return (side) => find(norm(side));
+}
+
+async function crowdedMode(pairs: Pair[], scorer: HitScorer, embedder: CachedEmbedder): Promise<Outcome[]> {
+  const group = groups(pairs);
+  const storedGroups = new Set(pairs.map((p) => group(p.a)));
+  const queries = new Map<string, string | string[]>();
+  for (const p of pairs) queries.set(keyOf(p.b), p.b);
+  return withService(scorer, embedder, async (cache, account) => {
+    const acc = await account('crowded');
+    const entryText = new Map<number, string>();
+    const stored = new Set<string>();
+    for (const p of pairs) {
+      const a = keyOf(p.a);
+      if (stored.has(a)) continue;
+      stored.add(a);
+      const r = await cache.store(acc, { messages: conversation(p.a), answer: a, model: 'eval' });
+      entryText.set(r.entryId, group(p.a));
+    }
+    const out: Outcome[] = [];
+    for (const side of queries.values()) {
+      const g = group(side);
+      const r = await cache.check(acc, { messages: conversation(side), similarityThreshold: 0 });
+      const right = r.cacheHit && entryText.get(r.entryId) === g;
+      out.push({ score: r.cacheHit ? (r.similarityScore ?? 1) : null, right, label: storedGroups.has(g) ? 1 : 0 });
+    }
+    return out;
+  });
+}
+
+interface Row {
+  threshold: number;
+  precision: number;
+  recall: number;
+  f1: number;
+  false_hit_rate: number;
+  correct: number;
+  wrong: number;
+  miss: number;
+}
+
+function sweep(outcomes: Outcome[]): Row[] {
+  const positives = outcomes.filter((o) => o.label === 1).length;
+  const negatives = outcomes.length - positives;
+  return THRESHOLDS.map((t) => {
+    let correct = 0;
+    let wrong = 0;
+    let wrongOnNegative = 0;
+    for (const o of outcomes) {
+      if (o.score === null || o.score < t) continue;
+      if (o.right) correct++;
+      else {
+        wrong++;
+        if (o.label === 0) wrongOnNegative++;
+      }
+    }
+    const precision = correct + wrong === 0 ? 1 : correct / (correct + wrong);
+    const recall = positives === 0 ? 0 : correct / positives;
+    const r3 = (x: number) => Math.round(x * 1000) / 1000;
+    return {
+      threshold: t,
+      precision: r3(precision),
+      recall: r3(recall),
+      f1: r3(precision + recall === 0 ? 0 : (2 * precision * recall) / (precision + recall)),
+      false_hit_rate: r3(negatives === 0 ? 0 : wrongOnNegative / negatives),
+      correct,
+      wrong,
+      miss: positives - correct - outcomes.filter((o) => o.label === 1 && !o.right && o.score !== null && o.score >= t).length,
+    };
+  });
+}
+
+const firstReaching = (rows: Row[], p: number) => rows.find((r) => r.precision >= p && r.correct > 0)?.threshold ?? null;
+
+const embedder = new CachedEmbedder(await createUseLiteEmbedder({ memoSize: 0 }));
+const scorers: [string, HitScorer][] = [];
+if (values.scorer === 'calibrated' || values.scorer === 'both') scorers.push(['calibrated', new CalibratedScorer()]);
+if (values.scorer === 'cosine' || values.scorer === 'both') scorers.push(['cosine', cosineScorer]);
+const modes = values.mode === 'both' ? ['pairs', 'crowded'] : [values.mode as string];
+const limit = values.limit === undefined ? undefined : Number(values.limit);
+
+const results: Record<string, unknown>[] = [];
+for (const file of files()) {
+  const pairs = loadPairs(file, limit);
+  // Embed every text once up front, in batches (the cache keeps them for later runs too).
+  const texts = new Set<string>();
+  for (const p of pairs) for (const side of [p.a, p.b]) for (const t of Array.isArray(side) ? [side.join('\n'), ...side] : [side]) texts.add(t);
+  await embedder.embed([...texts]);
+  embedder.save();
+  for (const mode of modes) {
+    for (const [name, scorer] of scorers) {
+      const outcomes = mode === 'pairs' ? await pairsMode(pairs, scorer, embedder) : await crowdedMode(pairs, scorer, embedder);
+      const rows = sweep(outcomes);
+      const result = {
+        data: path.basename(file),
+        mode,
+        scorer: name,
+        queries: outcomes.length,
+        positives: outcomes.filter((o) => o.label === 1).length,
+        threshold_precision_0_95: firstReaching(rows, 0.95),
+        threshold_precision_0_99: firstReaching(rows, 0.99),
+        rows,
+      };
+      results.push(result);
+      if (!values.json) {
+        console.log(`\n${result.data} · ${mode} · ${name} · ${result.queries} queries (${result.positives} with a right answer)`);
+        console.log('threshold  precision  recall  f1     false-hit  correct  wrong  miss');
+        for (const r of rows.filter((x) => SHOWN.includes(x.threshold))) {
+          console.log(
+            `${r.threshold.toFixed(2).padEnd(10)} ${r.precision.toFixed(3).padEnd(10)} ${r.recall.toFixed(3).padEnd(7)} ${r.f1.toFixed(3).padEnd(6)} ${r.false_hit_rate.toFixed(3).padEnd(10)} ${String(r.correct).padEnd(8)} ${String(r.wrong).padEnd(6)} ${r.miss}`,
+          );
+        }
+        console.log(`precision ≥ 0.95 from threshold ${result.threshold_precision_0_95 ?? 'never'}; ≥ 0.99 from ${result.threshold_precision_0_99 ?? 'never'}`);
+      }
+    }
+  }
+}
+await embedder.close();
+if (values.json) console.log(JSON.stringify(results, null, 2));

@@ -1,0 +1,214 @@
+/**
+ * Trains the hit model (src/cache/hit-model.json): a small neural network (or, with
+ * --hidden 0, a logistic regression) over hand-made pair features and the element-wise
+ * product and absolute difference of the two USE-lite vectors, on the development pair files
+ * only. Prints a 3-fold cross-validated report beside raw cosine, then trains on all rows.
+ *
+ *   node --import tsx scripts/train-scorer.ts [--data DIR] [--out FILE] [--hidden 16]
+ */
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { inputVector, type HitModel, forward } from '../src/cache/calibrated.ts';
+import { analyse, FEATURE_NAMES, pairFeatures } from '../src/cache/features.ts';
+import { dot } from '../src/cache/scorer.ts';
+import { createUseLiteEmbedder } from '../src/embedding/use-lite.ts';
+import { CachedEmbedder, defaultEvalDir, foldOf, loadPairs, pairFiles, type Pair } from '../eval/data.ts';
+
+const { values } = parseArgs({
+  options: {
+    data: { type: 'string' },
+    out: { type: 'string', default: fileURLToPath(new URL('../src/cache/hit-model.json', import.meta.url)) },
+    epochs: { type: 'string', default: '40' },
+    hidden: { type: 'string', default: '16' },
+    l2: { type: 'string', default: '0.0001' },
+    lr: { type: 'string', default: '0.002' },
+    seed: { type: 'string', default: '7' },
+    only: { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
+const dir = values.data ?? defaultEvalDir();
+if (!dir) throw new Error('no evaluation data: pass --data DIR');
+const EPOCHS = Number(values.epochs);
+const HIDDEN = Number(values.hidden);
+const L2 = Number(values.l2);
+const LR = Number(values.lr);
+
+/** A small deterministic random generator (mulberry32), so training is reproducible. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const text = (x: string | string[]) => (Array.isArray(x) ? (x[x.length - 1] as string) : x);
+const pairs: Pair[] = pairFiles(dir)
+  .flatMap((f) => loadPairs(f))
+  .filter((p) => !Array.isArray(p.a))
+  .filter((p) => values.only === undefined || p.source.includes(values.only));
+console.log(`pairs: ${pairs.length} from ${dir}`);
+
+const embedder = new CachedEmbedder(await createUseLiteEmbedder({ memoSize: 0 }));
+const texts = [...new Set(pairs.flatMap((p) => [text(p.a), text(p.b)]))];
+const vecs = await embedder.embed(texts);
+await embedder.close();
+const vec = new Map(texts.map((t, i) => [t, vecs[i] as Float32Array]));
+
+const H = FEATURE_NAMES.length;
+interface Row {
+  hand: number[];
+  u: Float32Array;
+  v: Float32Array;
+  cosine: number;
+  y: number;
+  fold: number;
+  source: string;
+}
+const rows: Row[] = pairs.map((p) => {
+  const u = vec.get(text(p.a)) as Float32Array;
+  const v = vec.get(text(p.b)) as Float32Array;
+  const cosine = dot(u, v);
+  return { hand: pairFeatures(analyse(text(p.a)), analyse(text(p.b)), cosine), u, v, cosine, y: p.label, fold: foldOf(p, 3), source: p.source };
+});
+
+function standardise(train: Row[]): { mean: number[]; std: number[] } {
+  const mean = new Array<number>(H).fill(0);
+  const std = new Array<number>(H).fill(0);
+  for (const r of train) r.hand.forEach((x, i) => (mean[i] = (mean[i] as number) + x / train.length));
+  for (const r of train) r.hand.forEach((x, i) => (std[i] = (std[i] as number) + (x - (mean[i] as number)) ** 2 / train.length));
+  return { mean, std: std.map((s, i) => (FEATURE_NAMES[i] === 'bias' ? 0 : Math.sqrt(s))) };
+}
+
+/** Minibatch Adam on the L2-regularised log loss; each source weighs the same in total. */
+function train(trainRows: Row[], seed: number): HitModel {
+  const random = rng(seed);
+  const { mean, std } = standardise(trainRows);
+  const shell: HitModel = { version: 2, embedderId: 'use-lite@1', features: [...FEATURE_NAMES], mean, std, layers: [] };
+  const X = trainRows.map((r) => inputVector(shell, r.hand, r.u, r.v));
+  const n = X[0]?.length ?? 0;
+  const bySource = new Map<string, number>();
+  for (const r of trainRows) bySource.set(r.source, (bySource.get(r.source) ?? 0) + 1);
+  const weight = trainRows.map((r) => trainRows.length / bySource.size / (bySource.get(r.source) as number));
+  const sizes = HIDDEN > 0 ? [n, HIDDEN, 1] : [n, 1];
+  const params: Float64Array[] = [];
+  for (let l = 0; l + 1 < sizes.length; l++) {
+    const fanIn = sizes[l] as number;
+    const out = sizes[l + 1] as number;
+    const w = new Float64Array(out * fanIn).map(() => (random() * 2 - 1) * Math.sqrt(6 / (fanIn + out)));
+    params.push(w, new Float64Array(out));
+  }
+  const m = params.map((p) => new Float64Array(p.length));
+  const s = params.map((p) => new Float64Array(p.length));
+  let step = 0;
+  const order = X.map((_, i) => i);
+  const batch = 64;
+  for (let epoch = 0; epoch < EPOCHS; epoch++) {
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [order[i], order[j]] = [order[j] as number, order[i] as number];
+    }
+    for (let start = 0; start < order.length; start += batch) {
+      const grads = params.map((p) => new Float64Array(p.length));
+      const idx = order.slice(start, start + batch);
+      for (const k of idx) backprop(params, sizes, X[k] as Float64Array, (trainRows[k] as Row).y, weight[k] as number, grads);
+      step++;
+      params.forEach((p, pi) => {
+        const g = grads[pi] as Float64Array;
+        const mp = m[pi] as Float64Array;
+        const sp = s[pi] as Float64Array;
+        const isWeight = pi % 2 === 0;
+        for (let i = 0; i < p.length; i++) {
+          const gi = (g[i] as number) / idx.length + (isWeight ? L2 * (p[i] as number) : 0);
+          mp[i] = 0.9 * (mp[i] as number) + 0.1 * gi;
+          sp[i] = 0.999 * (sp[i] as number) + 0.001 * gi * gi;
+          p[i] = (p[i] as number) - (LR * ((mp[i] as number) / (1 - 0.9 ** step))) / (Math.sqrt((sp[i] as number) / (1 - 0.999 ** step)) + 1e-8);
+        }
+      });
+    }
+  }
+  const round = (x: number) => Math.round(x * 1e5) / 1e5;
+  const layers: HitModel['layers'] = [];
+  for (let l = 0; l + 1 < sizes.length; l++) {
+    layers.push({ in: sizes[l] as number, out: sizes[l + 1] as number, w: Array.from(params[2 * l] as Float64Array, round), b: Array.from(params[2 * l + 1] as Float64Array, round) });
+  }
+  return { ...shell, mean: mean.map(round), std: std.map(round), layers };
+}
+
+/** Adds the gradient of the weighted log loss of one example into `grads`. */
+function backprop(params: Float64Array[], sizes: number[], x: Float64Array, y: number, weight: number, grads: Float64Array[]): void {
+  const acts: Float64Array[] = [x];
+  for (let l = 0; l + 1 < sizes.length; l++) {
+    const fanIn = sizes[l] as number;
+    const out = sizes[l + 1] as number;
+    const w = params[2 * l] as Float64Array;
+    const b = params[2 * l + 1] as Float64Array;
+    const a = acts[l] as Float64Array;
+    const z = new Float64Array(out);
+    for (let o = 0; o < out; o++) {
+      let sum = b[o] as number;
+      const off = o * fanIn;
+      for (let i = 0; i < fanIn; i++) sum += (w[off + i] as number) * (a[i] as number);
+      z[o] = l + 2 < sizes.length ? Math.max(0, sum) : sum;
+    }
+    acts.push(z);
+  }
+  const last = acts[acts.length - 1] as Float64Array;
+  let delta = new Float64Array([(1 / (1 + Math.exp(-(last[0] as number))) - y) * weight]);
+  for (let l = sizes.length - 2; l >= 0; l--) {
+    const fanIn = sizes[l] as number;
+    const out = sizes[l + 1] as number;
+    const w = params[2 * l] as Float64Array;
+    const gw = grads[2 * l] as Float64Array;
+    const gb = grads[2 * l + 1] as Float64Array;
+    const a = acts[l] as Float64Array;
+    const prev = new Float64Array(fanIn);
+    for (let o = 0; o < out; o++) {
+      const d = delta[o] as number;
+      if (d === 0) continue;
+      gb[o] = (gb[o] as number) + d;
+      const off = o * fanIn;
+      for (let i = 0; i < fanIn; i++) {
+        gw[off + i] = (gw[off + i] as number) + d * (a[i] as number);
+        if (l > 0) prev[i] = (prev[i] as number) + d * (w[off + i] as number);
+      }
+    }
+    if (l > 0) for (let i = 0; i < fanIn; i++) if (((acts[l] as Float64Array)[i] as number) <= 0) prev[i] = 0;
+    delta = prev;
+  }
+}
+
+function predict(model: HitModel, r: Row): number {
+  return 1 / (1 + Math.exp(-forward(model, inputVector(model, r.hand, r.u, r.v))));
+}
+
+function report(name: string, scored: { score: number; y: number }[]): void {
+  const pos = scored.filter((r) => r.y === 1).length;
+  const line = [0.6, 0.75, 0.85, 0.9, 0.95].map((t) => {
+    const hits = scored.filter((r) => r.score >= t);
+    const tp = hits.filter((r) => r.y === 1).length;
+    return `@${t}: P ${(tp / Math.max(1, hits.length)).toFixed(3)} R ${(tp / Math.max(1, pos)).toFixed(3)}`;
+  });
+  console.log(`${name.padEnd(34)} ${line.join('  ')}`);
+}
+
+const seed = Number(values.seed);
+const heldOut: { score: number; cos: number; y: number; source: string }[] = [];
+for (let fold = 0; fold < 3; fold++) {
+  const model = train(rows.filter((r) => r.fold !== fold), seed + fold);
+  for (const r of rows.filter((r) => r.fold === fold)) heldOut.push({ score: predict(model, r), cos: r.cosine, y: r.y, source: r.source });
+}
+for (const source of [...new Set(heldOut.map((r) => r.source))]) {
+  const sub = heldOut.filter((r) => r.source === source);
+  report(`${source} cosine (held-out)`, sub.map((r) => ({ score: r.cos, y: r.y })));
+  report(`${source} model (held-out)`, sub.map((r) => ({ score: r.score, y: r.y })));
+}
+if (!values['no-write']) {
+  writeFileSync(values.out, `${JSON.stringify(train(rows, seed))}\n`);
+  console.log(`wrote ${values.out}`);
+}

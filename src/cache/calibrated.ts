@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs';
+import { Lru } from '../embedding/lru.ts';
+import { analyse, FEATURE_NAMES, pairFeatures, type TextInfo } from './features.ts';
+import type { HitScorer, Side } from './scorer.ts';
+
+/**
+ * The weights file written by `scripts/train-scorer.ts`: a small feed-forward network (ReLU
+ * hidden layers, one output logit) over the standardised hand-made features followed by the
+ * element-wise product and absolute difference of the two vectors.
+ */
+export interface HitModel {
+  version: number;
+  embedderId: string;
+  features: string[];
+  mean: number[];
+  std: number[];
+  layers: { in: number; out: number; w: number[]; b: number[] }[];
+}
+
+export function loadHitModel(url: URL = new URL('./hit-model.json', import.meta.url)): HitModel {
+  const model = JSON.parse(readFileSync(url, 'utf8')) as HitModel;
+  if (model.features.join() !== FEATURE_NAMES.join()) {
+    throw new Error(`hit model ${url.pathname} was trained on other features`);
+  }
+  return model;
+}
+
+/** The network's input for a pair. */
+export function inputVector(model: HitModel, hand: number[], u: Float32Array, v: Float32Array): Float64Array {
+  const h = hand.length;
+  const d = Math.min(u.length, v.length);
+  const x = new Float64Array(h + 2 * d);
+  for (let i = 0; i < h; i++) {
+    const s = model.std[i] as number;
+    x[i] = s > 0 ? ((hand[i] as number) - (model.mean[i] as number)) / s : 0;
+  }
+  for (let i = 0; i < d; i++) {
+    const a = u[i] as number;
+    const b = v[i] as number;
+    x[h + i] = a * b;
+    x[h + d + i] = Math.abs(a - b);
+  }
+  return x;
+}
+
+/** The output logit. */
+export function forward(model: HitModel, x: Float64Array): number {
+  let a: Float64Array = x;
+  model.layers.forEach((layer, l) => {
+    const z = new Float64Array(layer.out);
+    for (let o = 0; o < layer.out; o++) {
+      let sum = layer.b[o] as number;
+      const off = o * layer.in;
+      for (let i = 0; i < layer.in; i++) sum += (layer.w[off + i] as number) * (a[i] as number);
+      z[o] = l + 1 < model.layers.length ? Math.max(0, sum) : sum;
+    }
+    a = z;
+  });
+  return a[0] as number;
+}
+
+/**
+ * `similarity_score` as the calibrated probability that a cached answer for the candidate is a
+ * right answer for the query, from a small model over the two vectors and cheap text checks
+ * (numbers, negation, names, rare words, question words, word overlap). Identical texts score 1.
+ */
+export class CalibratedScorer implements HitScorer {
+  readonly id = 'calibrated@2';
+  private readonly info = new Lru<string, TextInfo>(20_000);
+
+  constructor(private readonly model: HitModel = loadHitModel()) {}
+
+  private analyse(text: string): TextInfo {
+    let i = this.info.get(text);
+    if (!i) {
+      i = analyse(text);
+      this.info.set(text, i);
+    }
+    return i;
+  }
+
+  score(query: Side, candidate: Side, cosine: number): number {
+    const a = this.analyse(query.text);
+    const b = this.analyse(candidate.text);
+    if (a.normalised === b.normalised) return 1;
+    const x = inputVector(this.model, pairFeatures(a, b, cosine), query.vector, candidate.vector);
+    return 1 / (1 + Math.exp(-forward(this.model, x)));
+  }
+}

