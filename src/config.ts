@@ -9,7 +9,11 @@ export interface Config {
   port: number;
   dataDir: string;
   databaseUrl: string | null;
+  /** PostgreSQL schema of all tables (created if missing). */
+  pgSchema: string;
   redisUrl: string | null;
+  /** Prefix of every Redis key. */
+  redisPrefix: string;
   logLevel: string;
   limits: InputLimits;
   plans: PlanTable;
@@ -169,6 +173,12 @@ function embedderConfig(env: Env): EmbedderConfig {
   }
 }
 
+function pgSchema(env: Env): string {
+  const v = str(env, 'REPRISE_PG_SCHEMA', 'public');
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(v)) throw new ConfigError('REPRISE_PG_SCHEMA', 'use lower-case letters, digits and _ (a PostgreSQL identifier)');
+  return v;
+}
+
 function scorerName(env: Env): 'calibrated' | 'cosine' {
   const v = str(env, 'REPRISE_SCORER', 'calibrated');
   if (v !== 'calibrated' && v !== 'cosine') throw new ConfigError('REPRISE_SCORER', `expected calibrated or cosine, got ${JSON.stringify(v)}`);
@@ -188,7 +198,9 @@ export function loadConfig(env: Env = process.env): Config {
     port: int(env, 'PORT', 8080, 0, 65_535),
     dataDir: path.resolve(str(env, 'REPRISE_DATA_DIR', './data')),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    pgSchema: pgSchema(env),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisPrefix: str(env, 'REPRISE_REDIS_PREFIX', 'reprise:'),
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     limits: {
       bodyBytes: int(env, 'REPRISE_MAX_BODY_BYTES', 1_048_576, 1024),

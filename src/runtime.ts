@@ -12,6 +12,10 @@ import type { RateLimiter } from './limits/interface.ts';
 import { MemoryRateLimiter } from './limits/memory.ts';
 import type { Store } from './store/interface.ts';
 import { SqliteStore } from './store/sqlite.ts';
+import { PostgresStore } from './store/postgres.ts';
+import { RedisRateLimiter } from './limits/redis.ts';
+import { IndexSync } from './cache/sync.ts';
+import { Redis } from 'ioredis';
 import { HybridIndex } from './vector/hnsw.ts';
 import type { VectorIndex } from './vector/interface.ts';
 
@@ -34,7 +38,25 @@ export function sqlitePath(config: Config): string {
 
 /** Opens the store the configuration names. */
 export async function openStore(config: Config): Promise<Store> {
+  if (config.databaseUrl) return PostgresStore.open(config.databaseUrl, { schema: config.pgSchema });
   return new SqliteStore(sqlitePath(config), { synchronous: config.sqliteSynchronous });
+}
+
+/** Redis-backed limits shared by all nodes when REDIS_URL is set; in-process otherwise. */
+export function openLimiter(config: Config, onFallback?: (err: unknown) => void): RateLimiter {
+  if (!config.redisUrl) return new MemoryRateLimiter();
+  const redis = new Redis(config.redisUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    commandTimeout: 1000,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  });
+  // Errors are answered by the limiter's fallback; the client reconnects by itself.
+  redis.on('error', () => undefined);
+  return new RedisRateLimiter(redis, { prefix: config.redisPrefix, onFallback }, async () => {
+    redis.disconnect();
+  });
 }
 
 export async function openEmbedder(config: Config): Promise<Embedder | null> {
@@ -70,6 +92,8 @@ export interface Runtime {
   usage: UsageRecorder;
   embedder: Embedder | null;
   index: VectorIndex;
+  /** Cluster mode: keeps the index in step with other nodes' writes. */
+  sync: IndexSync | null;
   close(): Promise<void>;
 }
 
@@ -78,15 +102,17 @@ export interface RuntimeOptions {
   embedder?: Embedder | null;
   scorer?: HitScorer;
   usageFlushMs?: number;
+  syncPollMs?: number;
 }
 
 /** The composition root: picks every adapter from the configuration and wires them. */
 export async function createRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
   const store = await openStore(config);
   const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
-  const limiter: RateLimiter = new MemoryRateLimiter();
+  const limiter = openLimiter(config);
   const index: VectorIndex = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
-  const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
+  const clustered = store instanceof PostgresStore;
+  const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000, Date.now, clustered);
   const cache = new CacheService({
     store,
     index,
@@ -96,7 +122,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     usage,
     entryTtlSeconds: config.entryTtlSeconds,
   });
+  const sync =
+    store instanceof PostgresStore && embedder && config.databaseUrl
+      ? new IndexSync(store, index, embedder, config.databaseUrl, { pollMs: opts.syncPollMs })
+      : null;
+  await sync?.mark();
   await cache.loadIndex();
+  await sync?.start();
   usage.start();
   const sweeper = setInterval(() => void cache.sweepExpired().catch(() => undefined), 60_000);
   sweeper.unref();
@@ -124,8 +156,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     usage,
     embedder,
     index,
+    sync,
     async close() {
       clearInterval(sweeper);
+      await sync?.stop();
       await usage.close();
       await limiter.close();
       if (opts.embedder === undefined && embedder) await embedder.close();

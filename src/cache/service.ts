@@ -148,7 +148,7 @@ export class CacheService {
     if (exactChecked) {
       const entry = await this.deps.store.getEntryByHash(account.id, hash);
       if (usable(entry) && this.inNamespace(entry, input.namespace)) {
-        return this.hit(account, entry, 'exact', null, t0);
+        return this.settled(this.hit(account, entry, 'exact', null, t0));
       }
     }
 
@@ -158,18 +158,24 @@ export class CacheService {
       const found = await this.semanticSearch(account, input, usable);
       if (found) {
         closest = found.score;
-        if (found.score >= threshold) return this.hit(account, found.entry, 'semantic', found.score, t0);
+        if (found.score >= threshold) return this.settled(this.hit(account, found.entry, 'semantic', found.score, t0));
       }
     }
 
     const lookupTimeMs = round3(performance.now() - t0);
     this.deps.usage.count(account.id, { requests: 1, lookupMsTotal: lookupTimeMs });
-    return {
+    return this.settled({
       cacheHit: false,
       promptHash: hash,
       lookupTimeMs,
       searchResults: { exactChecked, semanticChecked, closestMatchScore: round3(closest) },
-    };
+    });
+  }
+
+  /** Returns `result` once its counts are written (immediately unless write-through). */
+  private async settled<T>(result: T): Promise<T> {
+    await this.deps.usage.settle();
+    return result;
   }
 
   private inNamespace(entry: Entry, namespace: string | undefined): boolean {
@@ -268,13 +274,13 @@ export class CacheService {
     this.deps.usage.forgetHits(entry.id);
     if (vector) this.deps.index.add(partitionOf(account.id, key.contextHash), entry.id, vector);
     this.deps.usage.count(account.id, { stores: 1 });
-    return {
-      stored: true,
+    return this.settled({
+      stored: true as const,
       cacheTypesStored: vector ? ['exact', 'semantic'] : ['exact'],
       storageTimeMs: round3(performance.now() - t0),
       entryId: entry.id,
       promptHash: hash,
-    };
+    });
   }
 
   /** Notes that an API key was used (written in the next batch). */

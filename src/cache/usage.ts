@@ -33,11 +33,24 @@ export class UsageRecorder {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
+  /**
+   * @param writeThrough write each request's counts before it is answered (cluster mode, so
+   *   every node reads the same figures); otherwise they are written every `flushMs`.
+   */
   constructor(
     private readonly store: Store,
     private readonly flushMs = 1000,
     private readonly now: () => number = Date.now,
+    private readonly writeThrough = false,
   ) {}
+
+  /**
+   * In write-through mode, resolves once the counts made so far are written. A write that fails
+   * keeps its counts for the next attempt and does not fail the request.
+   */
+  async settle(): Promise<void> {
+    if (this.writeThrough) await this.flush().catch(() => undefined);
+  }
 
   start(): void {
     if (this.timer) return;
@@ -84,7 +97,7 @@ export class UsageRecorder {
 
   /** Buckets from the store with this node's unwritten counts added. */
   async read(accountId: string, from?: string, to?: string): Promise<UsageBucket[]> {
-    await this.flushing;
+    await this.flushing.catch(() => undefined);
     const rows = await this.store.getUsage(accountId, { from, to });
     const byBucket = new Map(rows.map((r) => [r.bucket, { ...r }]));
     for (const row of this.usage.values()) {
@@ -102,8 +115,9 @@ export class UsageRecorder {
 
   /** Writes what has been counted. On failure the counts are kept for the next try. */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.flushNow());
-    return this.flushing;
+    const next = this.flushing.catch(() => undefined).then(() => this.flushNow());
+    this.flushing = next;
+    return next;
   }
 
   private async flushNow(): Promise<void> {

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { serviceUrl, skipReason, uniquePrefix } from '../../test/services.ts';
+import type { BucketRule, RateLimiter } from './interface.ts';
+import { MemoryRateLimiter } from './memory.ts';
+import { RedisRateLimiter } from './redis.ts';
+
+function conformance(name: string, make: () => RateLimiter, skip: string | false = false) {
+  describe(`${name} limiter`, { skip }, () => {
+    const limiters: RateLimiter[] = [];
+    const limiter = () => {
+      const l = make();
+      limiters.push(l);
+      return l;
+    };
+    after(async () => {
+      for (const l of limiters) await l.close();
+    });
+    const rule: BucketRule = { capacity: 5, refillPerSecond: 1, limit: 60 };
+
+    test('allows the burst, then refuses with retryAfter; headers values are exact', async () => {
+      const l = limiter();
+      const key = `k-${Math.random()}`;
+      const results = [];
+      for (let i = 0; i < 6; i++) results.push(await l.consume(key, rule));
+      assert.deepEqual(results.map((r) => r.allowed), [true, true, true, true, true, false]);
+      assert.deepEqual(results.map((r) => r.remaining), [4, 3, 2, 1, 0, 0]);
+      assert.equal(results[5]?.retryAfter, 1);
+      assert.equal(results[0]?.limit, 60);
+      const now = Math.floor(Date.now() / 1000);
+      assert.ok((results[5]?.resetAt ?? 0) >= now + 4 && (results[5]?.resetAt ?? 0) <= now + 6);
+    });
+
+    test('keys are independent; unlimited never refuses', async () => {
+      const l = limiter();
+      const a = `a-${Math.random()}`;
+      for (let i = 0; i < 5; i++) await l.consume(a, rule);
+      assert.equal((await l.consume(a, rule)).allowed, false);
+      assert.equal((await l.consume(`b-${Math.random()}`, rule)).allowed, true);
+      const u = `u-${Math.random()}`;
+      for (let i = 0; i < 8; i++) assert.equal((await l.consume(u, { ...rule, unlimited: true })).allowed, true);
+    });
+
+    test('two limiter instances on the same store share a bucket', async (t) => {
+      const one = limiter();
+      const two = limiter();
+      if (one instanceof MemoryRateLimiter) {
+        t.skip('in-process buckets are per node by design');
+        return;
+      }
+      const key = `shared-${Math.random()}`;
+      let allowed = 0;
+      for (let i = 0; i < 10; i++) if ((await (i % 2 ? one : two).consume(key, rule)).allowed) allowed++;
+      assert.equal(allowed, 5);
+    });
+  });
+}
+
+conformance('memory', () => new MemoryRateLimiter());
+const prefix = uniquePrefix();
+conformance(
+  'Redis',
+  () => {
+    const redis = new Redis(serviceUrl('REDIS_URL') as string, { maxRetriesPerRequest: 1 });
+    return new RedisRateLimiter(redis, { prefix }, async () => {
+      redis.disconnect();
+    });
+  },
+  skipReason('REDIS_URL'),
+);
+
+describe('Redis limiter when Redis is unreachable', () => {
+  test('fails open to per-node buckets instead of failing requests', async () => {
+    const redis = new Redis('redis://127.0.0.1:1', { maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null, lazyConnect: true });
+    redis.on('error', () => undefined);
+    let fallbacks = 0;
+    const l = new RedisRateLimiter(redis, { onFallback: () => fallbacks++ }, async () => redis.disconnect());
+    const rule = { capacity: 2, refillPerSecond: 1, limit: 60 };
+    const r = [await l.consume('x', rule), await l.consume('x', rule), await l.consume('x', rule)];
+    assert.deepEqual(r.map((x) => x.allowed), [true, true, false]);
+    assert.equal(fallbacks, 3);
+    await l.close();
+  });
+});

@@ -1,0 +1,93 @@
+import { bucketResult, type BucketRule, type LimitResult, type RateLimiter } from './interface.ts';
+import { MemoryRateLimiter } from './memory.ts';
+
+/** The slice of a Redis client the limiter needs (ioredis provides it). */
+export interface RedisScripting {
+  evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  script(subcommand: 'LOAD', script: string): Promise<unknown>;
+}
+
+/**
+ * A token bucket in one Redis hash, updated atomically by a script, so every node shares it.
+ * Time comes from the Redis server (TIME), so nodes' clocks do not matter.
+ * KEYS[1] bucket; ARGV: capacity, refill per second, cost, unlimited (0/1). Returns
+ * {allowed, tokens (as a string), now in ms}.
+ */
+const SCRIPT = `
+local capacity = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local unlimited = ARGV[4] == '1'
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1])
+local at = tonumber(state[2])
+if tokens == nil then
+  tokens = capacity
+else
+  tokens = math.min(capacity, tokens + math.max(0, now - at) / 1000 * rate)
+end
+local allowed = 0
+if unlimited or tokens >= cost then
+  allowed = 1
+  tokens = math.max(0, tokens - cost)
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
+redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - tokens) / rate * 1000) + 1000)
+return {allowed, tostring(tokens), now}
+`;
+
+export interface RedisLimiterOptions {
+  /** Prefix of every key, e.g. `reprise:`; lets several deployments share one Redis. */
+  prefix?: string;
+  /** Called when Redis fails and the local fallback answers instead. */
+  onFallback?: (err: unknown) => void;
+}
+
+/**
+ * Rate limits shared by all nodes through Redis. If Redis cannot be reached the limiter fails
+ * open to per-node buckets (each node then enforces the plan on its own traffic), so an outage
+ * of the limiter never takes the cache down; it returns to the shared buckets by itself.
+ */
+export class RedisRateLimiter implements RateLimiter {
+  private sha: string | null = null;
+  private readonly fallback = new MemoryRateLimiter();
+  private readonly prefix: string;
+
+  constructor(
+    private readonly redis: RedisScripting,
+    private readonly opts: RedisLimiterOptions = {},
+    private readonly close_: () => Promise<void> = async () => undefined,
+  ) {
+    this.prefix = opts.prefix ?? 'reprise:';
+  }
+
+  private async run(key: string, rule: BucketRule, cost: number): Promise<[number, string, number]> {
+    const args = [rule.capacity, rule.refillPerSecond, cost, rule.unlimited ? 1 : 0] as const;
+    this.sha ??= String(await this.redis.script('LOAD', SCRIPT));
+    try {
+      return (await this.redis.evalsha(this.sha, 1, `${this.prefix}rl:${key}`, ...args)) as [number, string, number];
+    } catch (err) {
+      if (!String((err as Error).message).includes('NOSCRIPT')) throw err;
+      this.sha = String(await this.redis.script('LOAD', SCRIPT));
+      return (await this.redis.evalsha(this.sha, 1, `${this.prefix}rl:${key}`, ...args)) as [number, string, number];
+    }
+  }
+
+  async consume(key: string, rule: BucketRule, cost = 1): Promise<LimitResult> {
+    try {
+      const [allowed, tokens, now] = await this.run(key, rule, cost);
+      return bucketResult(rule, Number(tokens), allowed === 1, Number(now));
+    } catch (err) {
+      this.sha = null;
+      this.opts.onFallback?.(err);
+      return this.fallback.consumeSync(key, rule, cost);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.fallback.close();
+    await this.close_();
+  }
+}

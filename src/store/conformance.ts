@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { NewEntry, Store } from './interface.ts';
+
+/** One suite for every Store implementation. */
+export function storeConformance(name: string, open: () => Promise<{ store: Store; cleanup: () => Promise<void> }>, skip: string | false = false): void {
+  describe(`${name} store`, { skip }, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+    before(async () => {
+      ({ store, cleanup } = await open());
+    });
+    after(async () => {
+      await store.close();
+      await cleanup();
+    });
+
+    const entry = (accountId: string, over: Partial<NewEntry> = {}): NewEntry => ({
+      accountId,
+      exactHash: `h-${Math.random()}`,
+      contextHash: 'ctx',
+      prefixHash: 'p',
+      messages: [{ role: 'user', content: 'q' }],
+      queryText: 'q',
+      prefixText: '',
+      answer: 'a',
+      model: 'm',
+      tokens: 3,
+      embedderId: 'e',
+      vector: Float32Array.from([0.6, 0.8]),
+      prefixVector: null,
+      createdAt: new Date().toISOString(),
+      expiresAt: null,
+      ...over,
+    });
+
+    test('accounts: create, find by id and name, update, list; names are unique', async () => {
+      const a = await store.createAccount('conf-a', 'free');
+      assert.equal((await store.getAccount(a.id))?.name, 'conf-a');
+      assert.equal((await store.getAccountByName('conf-a'))?.id, a.id);
+      const u = await store.updateAccount(a.id, { plan: 'pro', defaultThreshold: 0.9, entryTtlSeconds: 60 });
+      assert.deepEqual([u?.plan, u?.defaultThreshold, u?.entryTtlSeconds], ['pro', 0.9, 60]);
+      await assert.rejects(store.createAccount('conf-a', 'free'));
+      assert.ok((await store.listAccounts()).some((x) => x.id === a.id));
+      assert.equal(await store.getAccount('nope'), null);
+    });
+
+    test('keys: create, find by hash with the account, list, revoke (only within the account)', async () => {
+      const a = await store.createAccount('conf-keys', 'free');
+      const b = await store.createAccount('conf-keys-b', 'free');
+      const k = await store.createKey({ accountId: a.id, name: 'ci', prefix: 'rp_live_abcd', secretHash: `hash-${Math.random()}` });
+      const byHash = await store.findKeyByHash('missing');
+      assert.equal(byHash, null);
+      assert.deepEqual((await store.listKeys(a.id)).map((x) => x.id), [k.id]);
+      assert.equal(await store.revokeKey(k.id, b.id), null);
+      assert.equal((await store.getKey(k.id))?.revokedAt, null);
+      const r = await store.revokeKey(k.id, a.id);
+      assert.ok(r?.revokedAt);
+      await store.touchKeys(new Map([[k.id, '2030-01-01T00:00:00.000Z']]));
+      assert.equal((await store.getKey(k.id))?.lastUsedAt, '2030-01-01T00:00:00.000Z');
+    });
+
+    test('findKeyByHash returns the key and its account', async () => {
+      const a = await store.createAccount('conf-find', 'enterprise');
+      const hash = `hash-${Math.random()}`;
+      const k = await store.createKey({ accountId: a.id, name: null, prefix: 'rp_live_x', secretHash: hash });
+      const f = await store.findKeyByHash(hash);
+      assert.equal(f?.key.id, k.id);
+      assert.equal(f?.account.id, a.id);
+      assert.equal(f?.account.plan, 'enterprise');
+    });
+
+    test('entries: put, replace by exact hash (same id), get by hash and id, isolation, delete', async () => {
+      const a = await store.createAccount('conf-entries', 'free');
+      const b = await store.createAccount('conf-entries-b', 'free');
+      const e1 = await store.putEntry(entry(a.id, { exactHash: 'same' }));
+      assert.ok(e1.id > 0);
+      assert.deepEqual(Array.from(e1.vector ?? []).map((x) => Math.round(x * 10) / 10), [0.6, 0.8]);
+      await store.recordHits(new Map([[e1.id, { count: 2, at: '2030-01-01T00:00:00.000Z' }]]));
+      assert.equal((await store.getEntry(a.id, e1.id))?.usageCount, 2);
+      const e2 = await store.putEntry(entry(a.id, { exactHash: 'same', answer: 'new' }));
+      assert.equal(e2.id, e1.id);
+      assert.equal(e2.answer, 'new');
+      assert.equal(e2.usageCount, 0);
+      assert.equal((await store.getEntryByHash(a.id, 'same'))?.answer, 'new');
+      assert.equal(await store.getEntryByHash(b.id, 'same'), null);
+      assert.equal(await store.getEntry(b.id, e1.id), null);
+      assert.equal(await store.deleteEntry(b.id, e1.id), false);
+      assert.equal(await store.deleteEntry(a.id, e1.id), true);
+      assert.equal(await store.getEntry(a.id, e1.id), null);
+    });
+
+    test('concurrent stores all persist', async () => {
+      const a = await store.createAccount('conf-concurrent', 'free');
+      const puts = await Promise.all(Array.from({ length: 30 }, (_, i) => store.putEntry(entry(a.id, { exactHash: `c${i}` }))));
+      assert.equal(new Set(puts.map((p) => p.id)).size, 30);
+      const page = await store.listEntries(a.id, { page: 1, perPage: 100 });
+      assert.equal(page.total, 30);
+    });
+
+    test('listEntries pages, searches and orders by hits', async () => {
+      const a = await store.createAccount('conf-list', 'free');
+      for (let i = 0; i < 5; i++) await store.putEntry(entry(a.id, { exactHash: `l${i}`, queryText: i === 3 ? 'special 100%' : `q${i}` }));
+      const p1 = await store.listEntries(a.id, { page: 1, perPage: 2 });
+      assert.equal(p1.total, 5);
+      assert.equal(p1.entries.length, 2);
+      const p3 = await store.listEntries(a.id, { page: 3, perPage: 2 });
+      assert.equal(p3.entries.length, 1);
+      const found = await store.listEntries(a.id, { page: 1, perPage: 10, q: '100%' });
+      assert.deepEqual(found.entries.map((e) => e.queryText), ['special 100%']);
+    });
+
+    test('expired entries are deleted and reported; vectors scan in id order', async () => {
+      const a = await store.createAccount('conf-expiry', 'free');
+      const old = await store.putEntry(entry(a.id, { expiresAt: '2000-01-01T00:00:00.000Z' }));
+      const keep = await store.putEntry(entry(a.id, { expiresAt: '2999-01-01T00:00:00.000Z' }));
+      const gone = await store.deleteExpired(new Date().toISOString(), 1000);
+      assert.ok(gone.some((g) => g.id === old.id && g.accountId === a.id && g.contextHash === 'ctx'));
+      assert.ok(!gone.some((g) => g.id === keep.id));
+      const rows = await store.scanVectors(old.id - 1, 1000);
+      assert.ok(rows.some((r) => r.id === keep.id));
+      assert.ok(!rows.some((r) => r.id === old.id));
+      assert.deepEqual(rows.map((r) => r.id), [...rows.map((r) => r.id)].sort((x, y) => x - y));
+    });
+
+    test('usage adds up per account and hour bucket, within a period', async () => {
+      const a = await store.createAccount('conf-usage', 'free');
+      const row = { accountId: a.id, bucket: '2030-01-01T10:00:00.000Z', requests: 2, exactHits: 1, semanticHits: 0, lookupMsTotal: 1.5, tokensSaved: 10, costSaved: 0.25, stores: 1 };
+      await store.addUsage([row]);
+      await store.addUsage([row, { ...row, bucket: '2030-01-01T11:00:00.000Z' }]);
+      const all = await store.getUsage(a.id, {});
+      assert.equal(all.length, 2);
+      assert.deepEqual({ ...all[0] }, { bucket: '2030-01-01T10:00:00.000Z', requests: 4, exactHits: 2, semanticHits: 0, lookupMsTotal: 3, tokensSaved: 20, costSaved: 0.5, stores: 2 });
+      assert.equal((await store.getUsage(a.id, { from: '2030-01-01T11:00:00.000Z' })).length, 1);
+    });
+  });
+}
