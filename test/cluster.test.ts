@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../src/config.ts';
+import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, user, type TestApp } from './helpers.ts';
+import { eventually, freshSchema, serviceUrl, skipReason, uniquePrefix } from './services.ts';
+
+const skip = skipReason('DATABASE_URL') || skipReason('REDIS_URL');
+
+describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
+  const { schema, drop } = freshSchema();
+  let a: TestApp;
+  let b: TestApp;
+  before(async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.json');
+    writeFileSync(file, JSON.stringify({ plans: { burst10: { requests_per_minute: 6, burst: 10 } } }));
+    const env = {
+      REPRISE_DATA_DIR: dir,
+      REPRISE_EMBEDDER: 'none',
+      REPRISE_CONFIG: file,
+      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
+      REPRISE_PG_SCHEMA: schema,
+      REDIS_URL: serviceUrl('REDIS_URL') as string,
+      REPRISE_REDIS_PREFIX: uniquePrefix(),
+    };
+    const embedder = await sharedEmbedder();
+    // Node A migrates the schema; node B starts against it at the same time.
+    [a, b] = await Promise.all([
+      startTestApp({ config: loadConfig(env), embedder, keepData: true }),
+      startTestApp({ config: loadConfig(env), embedder, keepData: true }),
+    ]);
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await drop();
+    await closeSharedEmbedder();
+  });
+
+  test('a store on A is an exact hit on B at once and a semantic hit on B shortly after', async () => {
+    const key = await a.key('shared-cache');
+    const messages = [user('What is the speed of light in a vacuum?')];
+    const stored = await a.post('/api/v1/store', { messages, answer: 'About 299,792 km/s.', model: 'gpt-4o', tokens_used: 9 }, key);
+    assert.equal(stored.json().stored, true);
+    const exact = (await b.post('/api/v1/check', { messages, cache_types: ['exact'] }, key)).json();
+    assert.equal(exact.cache_type, 'exact');
+    assert.equal(exact.answer, 'About 299,792 km/s.');
+
+    const started = Date.now();
+    const hitOnB = await eventually(async () => {
+      const r = (await b.post('/api/v1/check', { messages: [user('In a vacuum, what is the speed of light?')], similarity_threshold: 0.6 }, key)).json();
+      return r.cache_type === 'semantic';
+    });
+    assert.ok(hitOnB, 'B serves the semantic hit');
+    assert.ok(Date.now() - started < 10_000);
+  });
+
+  test('a revoked key is rejected by the other node at once', async () => {
+    const key = await a.key('revoker');
+    assert.equal((await b.get('/api/v1/usage', key)).statusCode, 200);
+    const account = await a.runtime.ctx.store.getAccountByName('revoker');
+    const [k] = await a.runtime.ctx.store.listKeys(account?.id ?? '');
+    await a.runtime.ctx.store.revokeKey(k?.id ?? '');
+    assert.equal((await b.get('/api/v1/usage', key)).statusCode, 401);
+  });
+
+  test('a burst spread over both nodes is limited at the plan burst in total', async () => {
+    const key = await a.key('bursty', 'burst10');
+    const codes: number[] = [];
+    for (let i = 0; i < 16; i++) codes.push((await (i % 2 ? a : b).get('/api/v1/usage', key)).statusCode);
+    assert.equal(codes.filter((c) => c === 200).length, 10);
+    assert.equal(codes.filter((c) => c === 429).length, 6);
+    const last = await a.get('/api/v1/usage', key);
+    assert.equal(last.headers['x-ratelimit-limit'], '6');
+    assert.equal(last.headers['x-ratelimit-remaining'], '0');
+  });
+
+  test('usage read from either node is identical and adds up', async () => {
+    const key = await a.key('counted');
+    const messages = [user('Name the largest ocean.')];
+    await a.post('/api/v1/check', { messages }, key);
+    await b.post('/api/v1/store', { messages, answer: 'The Pacific.', model: 'gpt-4o', tokens_used: 100 }, key);
+    await Promise.all([
+      a.post('/api/v1/check', { messages }, key),
+      b.post('/api/v1/check', { messages }, key),
+      b.post('/api/v1/check', { messages: [user('unrelated: how do magnets work?')] }, key),
+    ]);
+    const ua = (await a.get('/api/v1/usage', key)).json();
+    const ub = (await b.get('/api/v1/usage', key)).json();
+    assert.deepEqual(ua, ub);
+    assert.equal(ua.total_requests, 4);
+    assert.equal(ua.cache_hits, 2);
+    assert.equal(ua.exact_hits, 2);
+    assert.equal(ua.cache_misses, 2);
+    const hit = (await a.post('/api/v1/check', { messages }, key)).json();
+    assert.equal(hit.metadata.usage_count, 3);
+  });
+});

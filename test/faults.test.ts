@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../src/config.ts';
+import { startTestApp, tempDir, user, type TestApp } from './helpers.ts';
+import { freePort, PrivatePostgres, PrivateRedis } from './private-servers.ts';
+import { eventually } from './services.ts';
+
+// These tests start, stop and restart servers of their own on other ports; they need the
+// PostgreSQL binaries and redis-server installed (as on the CI machine), not the shared servers.
+const skip = process.env.CI === 'true' || process.env.DATABASE_URL ? false : 'set DATABASE_URL (or CI=true) to run the fault tests';
+
+describe('faults: PostgreSQL restarts and Redis goes away during traffic', { skip }, () => {
+  let pgServer: PrivatePostgres;
+  let redis: PrivateRedis;
+  let node: TestApp;
+  let key: string;
+
+  before(async () => {
+    pgServer = new PrivatePostgres(await freePort());
+    await pgServer.init();
+    await pgServer.start();
+    redis = new PrivateRedis(await freePort());
+    await redis.start();
+    node = await startTestApp({
+      config: loadConfig({ REPRISE_DATA_DIR: tempDir(), REPRISE_EMBEDDER: 'none', DATABASE_URL: pgServer.url, REDIS_URL: redis.url }),
+    });
+    key = await node.key('faulty', 'pro');
+  });
+  after(async () => {
+    await node?.close().catch(() => undefined);
+    await redis?.stop();
+    await pgServer?.destroy();
+  });
+
+  test('Redis stopped: requests are still answered (limits fail open); restarted: shared limits resume', async () => {
+    await redis.stop();
+    for (let i = 0; i < 5; i++) {
+      const res = await node.post('/api/v1/check', { messages: [user(`redis down ${i}`)] }, key);
+      assert.equal(res.statusCode, 200);
+      assert.ok(res.headers['x-ratelimit-remaining']);
+    }
+    await redis.start();
+    const back = await eventually(async () => {
+      const res = await node.get('/api/v1/usage', key);
+      // A fresh shared bucket: the pro burst minus this request.
+      return res.statusCode === 200 && res.headers['x-ratelimit-remaining'] === '999';
+    });
+    assert.ok(back, 'the node uses the restarted Redis again');
+  });
+
+  test('PostgreSQL restarted: 503 while it is down, no crash, nothing acknowledged lost, recovery by itself', async () => {
+    const acked: number[] = [];
+    await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const res = await node.post('/api/v1/store', { messages: [user(`kept ${i}`)], answer: `answer ${i}` }, key);
+        if (res.statusCode === 200 && res.json().stored === true) acked.push(i);
+      }),
+    );
+    assert.equal(acked.length, 20);
+
+    await pgServer.stop();
+    const down = await node.post('/api/v1/store', { messages: [user('during the outage')], answer: 'x' }, key);
+    assert.equal(down.statusCode, 503);
+    assert.equal(down.json().error.code, 'SERVICE_UNAVAILABLE');
+    const check = await node.post('/api/v1/check', { messages: [user('kept 1')] }, key);
+    assert.equal(check.statusCode, 503);
+    assert.equal((await node.get('/healthz')).statusCode, 503);
+
+    await pgServer.start();
+    const recovered = await eventually(async () => (await node.get('/healthz')).statusCode === 200, 20_000);
+    assert.ok(recovered, 'the node recovers without a restart');
+    for (const i of acked) {
+      const hit = (await node.post('/api/v1/check', { messages: [user(`kept ${i}`)] }, key)).json();
+      assert.equal(hit.answer, `answer ${i}`);
+    }
+  });
+});
