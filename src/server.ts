@@ -9,7 +9,14 @@ import type { Store } from './store/interface.ts';
 export async function bootstrap(store: Store, config: Config, print: (s: string) => void): Promise<void> {
   const accounts = await store.listAccounts();
   if (accounts.length > 0) return;
-  const account = await store.createAccount('default', 'free');
+  let account;
+  try {
+    account = await store.createAccount('default', 'free');
+  } catch (err) {
+    // Another node of a cluster starting at the same moment created it first.
+    if (await store.getAccountByName('default')) return;
+    throw err;
+  }
   const { secret } = await createKey(store, account, 'bootstrap');
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   print(
