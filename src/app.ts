@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import { authHook, setRateHeaders } from './api/auth.ts';
 import type { AppContext } from './api/context.ts';
@@ -29,6 +29,7 @@ const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
 
 export interface BuildOptions {
   logger?: boolean | object;
+  loggerInstance?: FastifyBaseLogger;
 }
 
 /** Public (unauthenticated) paths share a generous per-address bucket, so they carry the headers too. */
@@ -36,7 +37,7 @@ const PUBLIC_RULE: BucketRule = { capacity: 1000, refillPerSecond: 10, limit: 60
 
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: opts.logger ?? false,
+    ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
     bodyLimit: ctx.config.limits.bodyBytes,
     trustProxy: ctx.config.trustProxy,
     genReqId: (req) => {

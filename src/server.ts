@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createKey } from './keys/keys.ts';
@@ -44,9 +45,10 @@ export async function startServer(config: Config): Promise<Server> {
   const started = performance.now();
   const runtime = await createRuntime(config);
   await bootstrap(runtime.ctx.store, config, (s) => process.stdout.write(`${s}\n`));
-  const app = await buildApp(runtime.ctx, {
-    logger: { level: config.logLevel, redact: ['req.headers.authorization'] },
-  });
+  // Logs are written asynchronously in 4 KB chunks, so logging stays off the request path.
+  const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, destination);
+  const app = await buildApp(runtime.ctx, { loggerInstance: logger });
   const url = await app.listen({ host: config.host, port: config.port });
   app.log.info(
     {
@@ -58,6 +60,7 @@ export async function startServer(config: Config): Promise<Server> {
     },
     'Reprise is listening',
   );
+  destination.flushSync();
   let closing: Promise<void> | null = null;
   return {
     app,
@@ -67,6 +70,7 @@ export async function startServer(config: Config): Promise<Server> {
       closing ??= (async () => {
         await app.close();
         await runtime.close();
+        destination.flushSync();
       })();
       return closing;
     },

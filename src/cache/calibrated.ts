@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Lru } from '../embedding/lru.ts';
+import { Lru } from '../util/lru.ts';
 import { analyse, FEATURE_NAMES, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
 

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Embedder } from '../embedding/interface.ts';
-import type { Account, Entry, Store } from '../store/interface.ts';
+import type { Account, Entry, EntryHead, Store } from '../store/interface.ts';
 import type { VectorIndex } from '../vector/interface.ts';
 import { promptHash, type Message } from './canonical.ts';
 import { partitionOf, semanticKey, type SemanticKey } from './context.ts';
@@ -140,14 +140,15 @@ export class CacheService {
     const semanticChecked = types.includes('semantic') && this.deps.embedder !== null;
     const hash = promptHash(input.messages);
     const nowIso = new Date(this.now()).toISOString();
-    const usable = (e: Entry | null): e is Entry =>
+    const usable = <E extends EntryHead>(e: E | null): e is E =>
       e !== null &&
       (e.expiresAt === null || e.expiresAt > nowIso) &&
       (input.model === undefined || e.model === input.model);
 
     if (exactChecked) {
       const entry = await this.deps.store.getEntryByHash(account.id, hash);
-      if (usable(entry) && this.inNamespace(entry, input.namespace)) {
+      // Same exact hash means the same messages, so only the namespace can differ.
+      if (usable(entry) && entry.contextHash === semanticKey(input.messages, input.namespace ?? '').contextHash) {
         return this.settled(this.hit(account, entry, 'exact', null, t0));
       }
     }
@@ -176,10 +177,6 @@ export class CacheService {
   private async settled<T>(result: T): Promise<T> {
     await this.deps.usage.settle();
     return result;
-  }
-
-  private inNamespace(entry: Entry, namespace: string | undefined): boolean {
-    return entry.contextHash === semanticKey(entry.messages, namespace ?? '').contextHash;
   }
 
   private async semanticSearch(
@@ -215,7 +212,7 @@ export class CacheService {
     return dot(prefixVector, e.prefixVector) >= this.contextThreshold;
   }
 
-  private hit(account: Account, entry: Entry, type: CacheType, score: number | null, t0: number): Hit {
+  private hit(account: Account, entry: EntryHead, type: CacheType, score: number | null, t0: number): Hit {
     const uses = this.deps.usage.hit(entry.id);
     const lookupTimeMs = round3(performance.now() - t0);
     this.deps.usage.count(account.id, {

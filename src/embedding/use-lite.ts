@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { Embedder } from './interface.ts';
-import { Lru } from './lru.ts';
+import { Lru } from '../util/lru.ts';
 
 const DIMENSIONS = 512;
 

@@ -51,6 +51,9 @@ export interface Entry extends NewEntry {
   lastHitAt: string | null;
 }
 
+/** An entry without its conversation and vectors: what serving an exact hit needs. */
+export type EntryHead = Omit<Entry, 'messages' | 'vector' | 'prefixVector' | 'queryText' | 'prefixText'>;
+
 /** The fields the vector index needs, streamed at start-up and on change. */
 export interface VectorRow {
   id: number;
@@ -122,7 +125,8 @@ export interface Store {
    * replaces its answer and keeps its id. Resolves only once the write is on disk.
    */
   putEntry(entry: NewEntry): Promise<Entry>;
-  getEntryByHash(accountId: string, exactHash: string): Promise<Entry | null>;
+  /** The entry stored for this exact hash, without its conversation and vectors. */
+  getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null>;
   getEntry(accountId: string, id: number): Promise<Entry | null>;
   getEntries(ids: readonly number[]): Promise<Entry[]>;
   listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: 'recent' | 'hits' }): Promise<EntryPage>;

@@ -6,6 +6,7 @@ import type {
   ApiKey,
   DeletedEntry,
   Entry,
+  EntryHead,
   EntryPage,
   NewEntry,
   Store,
@@ -405,9 +406,12 @@ export class PostgresStore implements Store {
     await c.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, String(last.seq)]);
   }
 
-  async getEntryByHash(accountId: string, exactHash: string): Promise<Entry | null> {
-    const rows = await this.q('SELECT * FROM entries WHERE account_id = $1 AND exact_hash = $2', [accountId, exactHash]);
-    return rows[0] ? toEntry(rows[0]) : null;
+  async getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null> {
+    const rows = await this.q('SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count FROM entries WHERE account_id = $1 AND exact_hash = $2', [accountId, exactHash]);
+    const r = rows[0];
+    if (!r) return null;
+    const { messages: _m, vector: _v, prefixVector: _p, queryText: _q, prefixText: _t, ...head } = toEntry({ ...r, messages: '[]', query_text: '', prefix_text: '' });
+    return head;
   }
 
   async getEntry(accountId: string, id: number): Promise<Entry | null> {

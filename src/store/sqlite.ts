@@ -2,12 +2,14 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
+import { Lru } from '../util/lru.ts';
 import { bufferToVector, newId, vectorToBuffer } from './ids.ts';
 import type {
   Account,
   ApiKey,
   DeletedEntry,
   Entry,
+  EntryHead,
   EntryPage,
   NewEntry,
   Store,
@@ -145,6 +147,22 @@ const toKey = (r: KeyRow): ApiKey => ({
   revokedAt: r.revoked_at,
 });
 
+const toHead = (r: EntryRow): EntryHead => ({
+  id: r.id,
+  accountId: r.account_id,
+  exactHash: r.exact_hash,
+  contextHash: r.context_hash,
+  prefixHash: r.prefix_hash,
+  answer: r.answer,
+  model: r.model,
+  tokens: r.tokens,
+  embedderId: r.embedder_id,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+  lastHitAt: r.last_hit_at,
+  usageCount: r.usage_count,
+});
+
 export const toEntry = (r: EntryRow): Entry => ({
   id: r.id,
   accountId: r.account_id,
@@ -198,6 +216,14 @@ export class SqliteStore implements Store {
   private pending: PendingPut[] = [];
   private flushScheduled = false;
   private readonly stmts;
+  /**
+   * Read caches for the hot path (key lookups, exact hits). They are emptied by this store's own
+   * writes and whenever another connection (the CLI, another process) commits, which SQLite
+   * reports through PRAGMA data_version.
+   */
+  private readonly keyCache = new Lru<string, { key: ApiKey; account: Account }>(10_000);
+  private readonly entryCache = new Lru<string, EntryHead>(50_000);
+  private seenVersion = -1;
 
   constructor(file: string, opts: SqliteOptions = {}) {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
@@ -232,9 +258,10 @@ export class SqliteStore implements Store {
          RETURNING *`,
       ),
       entryByHash: db.prepare<[string, string], EntryRow>(
-        'SELECT * FROM entries WHERE account_id = ? AND exact_hash = ?',
+        'SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count FROM entries WHERE account_id = ? AND exact_hash = ?',
       ),
       entryById: db.prepare<[string, number], EntryRow>('SELECT * FROM entries WHERE account_id = ? AND id = ?'),
+      dataVersion: db.prepare('PRAGMA data_version').pluck(),
       hit: db.prepare('UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ? WHERE id = ?'),
       addUsage: db.prepare(
         `INSERT INTO usage (account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores)
@@ -246,6 +273,16 @@ export class SqliteStore implements Store {
            stores = stores + excluded.stores`,
       ),
     };
+  }
+
+  /** Empties the read caches if another connection has committed since the last look. */
+  private checkExternalWrites(): void {
+    const v = this.stmts.dataVersion.get() as number;
+    if (v !== this.seenVersion) {
+      this.seenVersion = v;
+      this.keyCache.clear();
+      this.entryCache.clear();
+    }
   }
 
   private migrate(): void {
@@ -285,6 +322,7 @@ export class SqliteStore implements Store {
     id: string,
     patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>,
   ): Promise<Account | null> {
+    this.keyCache.clear();
     const sets: string[] = [];
     const args: unknown[] = [];
     if (patch.plan !== undefined) (sets.push('plan = ?'), args.push(patch.plan));
@@ -295,6 +333,7 @@ export class SqliteStore implements Store {
   }
 
   async setPassword(accountId: string, passwordHash: string | null): Promise<void> {
+    this.keyCache.clear();
     this.db.prepare('UPDATE accounts SET password_hash = ? WHERE id = ?').run(passwordHash, accountId);
   }
 
@@ -312,10 +351,16 @@ export class SqliteStore implements Store {
   }
 
   async findKeyByHash(secretHash: string): Promise<{ key: ApiKey; account: Account } | null> {
+    this.checkExternalWrites();
+    const cached = this.keyCache.get(secretHash);
+    if (cached) return cached;
     const k = this.stmts.keyByHash.get(secretHash);
     if (!k) return null;
     const a = this.stmts.accountById.get(k.account_id);
-    return a ? { key: toKey(k), account: toAccount(a) } : null;
+    if (!a) return null;
+    const found = { key: toKey(k), account: toAccount(a) };
+    this.keyCache.set(secretHash, found);
+    return found;
   }
 
   async getKey(id: string): Promise<ApiKey | null> {
@@ -330,6 +375,7 @@ export class SqliteStore implements Store {
   }
 
   async revokeKey(id: string, accountId?: string): Promise<ApiKey | null> {
+    this.keyCache.clear();
     const now = new Date().toISOString();
     if (accountId === undefined) {
       this.db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(now, id);
@@ -366,6 +412,7 @@ export class SqliteStore implements Store {
     this.flushScheduled = false;
     const batch = this.pending;
     this.pending = [];
+    for (const { entry } of batch) this.entryCache.delete(`${entry.accountId}\u0000${entry.exactHash}`);
     const results: Entry[] = [];
     try {
       this.db.transaction(() => {
@@ -397,9 +444,16 @@ export class SqliteStore implements Store {
     batch.forEach((p, i) => p.resolve(results[i] as Entry));
   }
 
-  async getEntryByHash(accountId: string, exactHash: string): Promise<Entry | null> {
+  async getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null> {
+    this.checkExternalWrites();
+    const ck = `${accountId}\u0000${exactHash}`;
+    const cached = this.entryCache.get(ck);
+    if (cached) return cached;
     const r = this.stmts.entryByHash.get(accountId, exactHash);
-    return r ? toEntry(r) : null;
+    if (!r) return null;
+    const head = toHead(r);
+    this.entryCache.set(ck, head);
+    return head;
   }
 
   async getEntry(accountId: string, id: number): Promise<Entry | null> {
@@ -436,16 +490,19 @@ export class SqliteStore implements Store {
   }
 
   async deleteEntry(accountId: string, id: number): Promise<boolean> {
+    this.entryCache.clear();
     return this.db.prepare('DELETE FROM entries WHERE account_id = ? AND id = ?').run(accountId, id).changes > 0;
   }
 
   async recordHits(hits: ReadonlyMap<number, { count: number; at: string }>): Promise<void> {
+    this.entryCache.clear();
     this.db.transaction(() => {
       for (const [id, h] of hits) this.stmts.hit.run(h.count, h.at, id);
     })();
   }
 
   async deleteExpired(now: string, limit: number): Promise<DeletedEntry[]> {
+    this.entryCache.clear();
     const rows = this.db
       .prepare(
         `DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)
