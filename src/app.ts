@@ -9,6 +9,8 @@ import { checkRoute } from './api/routes/check.ts';
 import { storeRoute } from './api/routes/store.ts';
 import { usageRoute } from './api/routes/usage.ts';
 import { healthRoute } from './api/routes/health.ts';
+import { entriesRoutes } from './api/routes/entries.ts';
+import { dashboardRoutes } from './dashboard/routes.ts';
 import type { BucketRule } from './limits/interface.ts';
 import { Metrics } from './api/metrics.ts';
 
@@ -126,6 +128,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   storeRoute(app, ctx);
   usageRoute(app, ctx);
   healthRoute(app, ctx);
+  entriesRoutes(app, ctx);
+  dashboardRoutes(app, ctx);
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

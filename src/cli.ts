@@ -15,6 +15,7 @@ Commands:
   keys list --account NAME [--json]              List an account's keys
   keys revoke KEY_ID                             Revoke a key; the API rejects it at once
   accounts list [--json]                         List accounts
+  accounts set-password NAME [--password-stdin]  Set the dashboard password of an account (asked for, or read from stdin)
   help                                           Show this help
 
 Configuration comes from the environment (see README): REPRISE_DATA_DIR, HOST, PORT, ...`;
@@ -103,10 +104,65 @@ async function keysCommand(config: Config, args: string[], out: Out): Promise<vo
   }
 }
 
+/** Reads a password: the first line of stdin when piped, or typed without echo at a terminal. */
+async function readPassword(prompt: string): Promise<string> {
+  const stdin = process.stdin;
+  if (!stdin.isTTY) {
+    let text = '';
+    for await (const chunk of stdin) text += String(chunk);
+    return text.split(/\r?\n/)[0] ?? '';
+  }
+  process.stderr.write(prompt);
+  stdin.setRawMode(true);
+  stdin.resume();
+  stdin.setEncoding('utf8');
+  return new Promise((resolve, reject) => {
+    let value = '';
+    const onData = (ch: string) => {
+      for (const c of ch) {
+        if (c === '\r' || c === '\n') {
+          stdin.setRawMode(false);
+          stdin.pause();
+          stdin.off('data', onData);
+          process.stderr.write('\n');
+          resolve(value);
+          return;
+        }
+        if (c === '\u0003') {
+          stdin.setRawMode(false);
+          reject(new UsageError('cancelled'));
+          return;
+        }
+        value = c === '\u007f' ? value.slice(0, -1) : value + c;
+      }
+    };
+    stdin.on('data', onData);
+  });
+}
+
 async function accountsCommand(config: Config, args: string[], out: Out): Promise<void> {
   const [sub, ...rest] = args;
-  const { values } = parseArgs({ args: rest, allowPositionals: true, options: { json: { type: 'boolean', default: false } } });
-  if (sub !== 'list') throw new UsageError(`unknown accounts command ${sub ?? ''}; use list`);
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { json: { type: 'boolean', default: false }, 'password-stdin': { type: 'boolean', default: false } },
+  });
+  if (sub === 'set-password') {
+    const name = positionals[0];
+    if (!name) throw new UsageError('accounts set-password needs NAME');
+    const password = await readPassword(`New dashboard password for ${name}: `);
+    if (password.length < 8) throw new UsageError('the password must have at least 8 characters');
+    const { hashPassword } = await import('./dashboard/passwords.ts');
+    const hash = await hashPassword(password);
+    await withStore(config, async (store) => {
+      const account = await store.getAccountByName(name);
+      if (!account) throw new UsageError(`no account named ${name}`);
+      await store.setPassword(account.id, hash);
+    });
+    out(`Password set for ${name}. Sign in at /dashboard.`);
+    return;
+  }
+  if (sub !== 'list') throw new UsageError(`unknown accounts command ${sub ?? ''}; use list or set-password`);
   const accounts = await withStore(config, (store) => store.listAccounts());
   if (values.json) {
     out(JSON.stringify(accounts.map((a) => ({ id: a.id, name: a.name, plan: a.plan, created_at: a.createdAt }))));

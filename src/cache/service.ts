@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Embedder } from '../embedding/interface.ts';
-import type { Account, Entry, EntryHead, Store } from '../store/interface.ts';
+import type { Account, Entry, EntryHead, Store, UsageDelta } from '../store/interface.ts';
 import type { VectorIndex } from '../vector/interface.ts';
 import { promptHash, type Message } from './canonical.ts';
 import { partitionOf, semanticKey, type SemanticKey } from './context.ts';
@@ -307,22 +307,44 @@ export class CacheService {
   }
 
   async usage(account: Account, from?: string, to?: string): Promise<UsageSummary> {
-    const buckets = await this.deps.usage.read(account.id, from, to);
-    const t = emptyDelta();
-    for (const b of buckets) addDelta(t, b);
-    const hits = t.exactHits + t.semanticHits;
-    return {
-      totalRequests: t.requests,
-      cacheHits: hits,
-      cacheMisses: t.requests - hits,
-      hitRatePercentage: t.requests === 0 ? 0 : Math.round((hits / t.requests) * 10_000) / 100,
-      exactHits: t.exactHits,
-      semanticHits: t.semanticHits,
-      averageLookupTimeMs: t.requests === 0 ? 0 : round3(t.lookupMsTotal / t.requests),
-      tokensSaved: t.tokensSaved,
-      estimatedCostSavings: formatUsd(t.costSaved),
-      estimatedCostSavingsUsd: Math.round(t.costSaved * 1e6) / 1e6,
-      stores: t.stores,
-    };
+    return summarise(await this.deps.usage.read(account.id, from, to));
   }
+
+  /** Usage per hour or per UTC day, oldest first; only periods with activity are listed. */
+  async usageSeries(account: Account, granularity: 'hour' | 'day', from?: string, to?: string): Promise<UsagePoint[]> {
+    const byPeriod = new Map<string, UsageDelta>();
+    for (const b of await this.deps.usage.read(account.id, from, to)) {
+      const start = granularity === 'hour' ? b.bucket : `${b.bucket.slice(0, 10)}T00:00:00.000Z`;
+      let d = byPeriod.get(start);
+      if (!d) {
+        d = emptyDelta();
+        byPeriod.set(start, d);
+      }
+      addDelta(d, b);
+    }
+    return [...byPeriod].map(([start, d]) => ({ start, ...summarise([d]) }));
+  }
+}
+
+export interface UsagePoint extends UsageSummary {
+  start: string;
+}
+
+function summarise(buckets: readonly UsageDelta[]): UsageSummary {
+  const t = emptyDelta();
+  for (const b of buckets) addDelta(t, b);
+  const hits = t.exactHits + t.semanticHits;
+  return {
+    totalRequests: t.requests,
+    cacheHits: hits,
+    cacheMisses: t.requests - hits,
+    hitRatePercentage: t.requests === 0 ? 0 : Math.round((hits / t.requests) * 10_000) / 100,
+    exactHits: t.exactHits,
+    semanticHits: t.semanticHits,
+    averageLookupTimeMs: t.requests === 0 ? 0 : round3(t.lookupMsTotal / t.requests),
+    tokensSaved: t.tokensSaved,
+    estimatedCostSavings: formatUsd(t.costSaved),
+    estimatedCostSavingsUsd: Math.round(t.costSaved * 1e6) / 1e6,
+    stores: t.stores,
+  };
 }

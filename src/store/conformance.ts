@@ -123,6 +123,17 @@ export function storeConformance(name: string, open: () => Promise<{ store: Stor
       assert.deepEqual(rows.map((r) => r.id), [...rows.map((r) => r.id)].sort((x, y) => x - y));
     });
 
+    test('sessions: created, found until they expire, deleted', async () => {
+      const a = await store.createAccount('conf-sessions', 'free');
+      const now = Date.now();
+      const s = { tokenHash: `t-${Math.random()}`, accountId: a.id, csrfToken: 'c', createdAt: new Date(now).toISOString(), expiresAt: new Date(now + 60_000).toISOString() };
+      await store.createSession(s);
+      assert.deepEqual(await store.getSession(s.tokenHash, new Date(now).toISOString()), s);
+      assert.equal(await store.getSession(s.tokenHash, new Date(now + 61_000).toISOString()), null);
+      await store.deleteSession(s.tokenHash);
+      assert.equal(await store.getSession(s.tokenHash, new Date(now).toISOString()), null);
+    });
+
     test('usage adds up per account and hour bucket, within a period', async () => {
       const a = await store.createAccount('conf-usage', 'free');
       const row = { accountId: a.id, bucket: '2030-01-01T10:00:00.000Z', requests: 2, exactHits: 1, semanticHits: 0, lookupMsTotal: 1.5, tokensSaved: 10, costSaved: 0.25, stores: 1 };

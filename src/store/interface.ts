@@ -100,6 +100,15 @@ export interface UsageQuery {
   to?: string;
 }
 
+/** A dashboard sign-in. Only the SHA-256 of the session token is stored. */
+export interface Session {
+  tokenHash: string;
+  accountId: string;
+  csrfToken: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
 /** Durable state: accounts, keys, entries, usage. Implementations: SQLite, PostgreSQL. */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
@@ -140,6 +149,11 @@ export interface Store {
 
   /** Adds counters to hourly buckets (creating them). */
   addUsage(rows: readonly UsageRow[]): Promise<void>;
+
+  createSession(session: Session): Promise<void>;
+  /** The session if it exists and has not expired at `now`. */
+  getSession(tokenHash: string, now: string): Promise<Session | null>;
+  deleteSession(tokenHash: string): Promise<void>;
   getUsage(accountId: string, query: UsageQuery): Promise<UsageBucket[]>;
 
   close(): Promise<void>;

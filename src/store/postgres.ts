@@ -9,6 +9,7 @@ import type {
   EntryHead,
   EntryPage,
   NewEntry,
+  Session,
   Store,
   UsageBucket,
   UsageQuery,
@@ -96,6 +97,14 @@ const MIGRATIONS: readonly string[] = [
      context_hash TEXT NOT NULL,
      at TIMESTAMPTZ NOT NULL DEFAULT now()
    );`,
+  `CREATE TABLE sessions (
+     token_hash TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     csrf_token TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     expires_at TEXT NOT NULL
+   );
+   CREATE INDEX sessions_expiry ON sessions(expires_at);`,
 ];
 
 /** The channel on which entry changes are announced (payload: the change sequence). */
@@ -556,6 +565,28 @@ export class PostgresStore implements Store {
       query.to ?? '9999',
     ]);
     return rows.map(toUsage);
+  }
+
+  async createSession(x: Session): Promise<void> {
+    await this.q('DELETE FROM sessions WHERE expires_at <= $1', [new Date().toISOString()]);
+    await this.q('INSERT INTO sessions (token_hash, account_id, csrf_token, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)', [
+      x.tokenHash,
+      x.accountId,
+      x.csrfToken,
+      x.createdAt,
+      x.expiresAt,
+    ]);
+  }
+
+  async getSession(tokenHash: string, now: string): Promise<Session | null> {
+    const r = (await this.q('SELECT * FROM sessions WHERE token_hash = $1 AND expires_at > $2', [tokenHash, now]))[0];
+    return r
+      ? { tokenHash: String(r.token_hash), accountId: String(r.account_id), csrfToken: String(r.csrf_token), createdAt: String(r.created_at), expiresAt: String(r.expires_at) }
+      : null;
+  }
+
+  async deleteSession(tokenHash: string): Promise<void> {
+    await this.q('DELETE FROM sessions WHERE token_hash = $1', [tokenHash]);
   }
 
   async close(): Promise<void> {

@@ -12,6 +12,7 @@ import type {
   EntryHead,
   EntryPage,
   NewEntry,
+  Session,
   Store,
   UsageBucket,
   UsageQuery,
@@ -75,6 +76,14 @@ const MIGRATIONS: readonly string[] = [
      stores INTEGER NOT NULL DEFAULT 0,
      PRIMARY KEY (account_id, bucket)
    );`,
+  `CREATE TABLE sessions (
+     token_hash TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     csrf_token TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     expires_at TEXT NOT NULL
+   );
+   CREATE INDEX sessions_expiry ON sessions(expires_at);`,
 ];
 
 interface AccountRow {
@@ -551,6 +560,24 @@ export class SqliteStore implements Store {
       .prepare('SELECT * FROM usage WHERE account_id = ? AND bucket >= ? AND bucket < ? ORDER BY bucket')
       .all(accountId, query.from ?? '', query.to ?? '9999') as UsageDbRow[];
     return rows.map(toUsage);
+  }
+
+  async createSession(x: Session): Promise<void> {
+    this.db.prepare('DELETE FROM sessions WHERE expires_at <= ?').run(new Date().toISOString());
+    this.db
+      .prepare('INSERT INTO sessions (token_hash, account_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)')
+      .run(x.tokenHash, x.accountId, x.csrfToken, x.createdAt, x.expiresAt);
+  }
+
+  async getSession(tokenHash: string, now: string): Promise<Session | null> {
+    const r = this.db.prepare('SELECT * FROM sessions WHERE token_hash = ? AND expires_at > ?').get(tokenHash, now) as
+      | { token_hash: string; account_id: string; csrf_token: string; created_at: string; expires_at: string }
+      | undefined;
+    return r ? { tokenHash: r.token_hash, accountId: r.account_id, csrfToken: r.csrf_token, createdAt: r.created_at, expiresAt: r.expires_at } : null;
+  }
+
+  async deleteSession(tokenHash: string): Promise<void> {
+    this.db.prepare('DELETE FROM sessions WHERE token_hash = ?').run(tokenHash);
   }
 
   async close(): Promise<void> {

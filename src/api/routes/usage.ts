@@ -1,12 +1,14 @@
 import type { FastifyInstance } from 'fastify';
+import type { Account } from '../../store/interface.ts';
 import type { AppContext } from '../context.ts';
 import { invalid } from '../errors.ts';
 import { errorResponseSchema, usageResponseSchema } from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
-interface UsageQuery {
+export interface UsageQuery {
   from?: string;
   to?: string;
+  granularity?: 'hour' | 'day';
 }
 
 function instant(field: string, value: string | undefined): string | undefined {
@@ -16,6 +18,50 @@ function instant(field: string, value: string | undefined): string | undefined {
     throw invalid(field, 'an ISO 8601 date or date-time', value);
   }
   return new Date(ms).toISOString();
+}
+
+/** The usage body (and, with `granularity`, its series) of an account. */
+export async function usageBody(ctx: AppContext, account: Account, query: UsageQuery) {
+  const from = instant('from', query.from);
+  const to = instant('to', query.to);
+  if (from && to && from >= to) throw invalid('to', 'a time after from', query.to);
+  const hourFloor = from ? new Date(Math.floor(Date.parse(from) / 3_600_000) * 3_600_000).toISOString() : undefined;
+  const u = await ctx.cache.usage(account, hourFloor, to);
+  const granularity = query.granularity;
+  const series = granularity
+    ? (await ctx.cache.usageSeries(account, granularity, hourFloor, to)).map((p) => ({
+        start: p.start,
+        total_requests: p.totalRequests,
+        cache_hits: p.cacheHits,
+        cache_misses: p.cacheMisses,
+        exact_hits: p.exactHits,
+        semantic_hits: p.semanticHits,
+        hit_rate_percentage: p.hitRatePercentage,
+        average_lookup_time_ms: p.averageLookupTimeMs,
+        tokens_saved: p.tokensSaved,
+        estimated_cost_savings: p.estimatedCostSavings,
+        estimated_cost_savings_usd: p.estimatedCostSavingsUsd,
+        stores: p.stores,
+      }))
+    : undefined;
+  return {
+    total_requests: u.totalRequests,
+    cache_hits: u.cacheHits,
+    cache_misses: u.cacheMisses,
+    hit_rate_percentage: u.hitRatePercentage,
+    exact_hits: u.exactHits,
+    semantic_hits: u.semanticHits,
+    average_lookup_time_ms: u.averageLookupTimeMs,
+    performance: {
+      fast_responses: u.exactHits,
+      smart_responses: u.semanticHits,
+      estimated_cost_savings: u.estimatedCostSavings,
+    },
+    tokens_saved: u.tokensSaved,
+    stores: u.stores,
+    period: { from: hourFloor ?? null, to: to ?? null },
+    ...(series ? { granularity, series } : {}),
+  };
 }
 
 export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
@@ -30,35 +76,16 @@ export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
           properties: {
             from: { type: 'string', description: 'Count from this time (ISO 8601, inclusive; rounded down to the hour).' },
             to: { type: 'string', description: 'Count up to this time (ISO 8601, exclusive).' },
+            granularity: {
+              type: 'string',
+              enum: ['hour', 'day'],
+              description: 'Adds `series`: the same figures per hour or per UTC day, oldest first (periods without requests are left out).',
+            },
           },
         },
         response: { 200: usageResponseSchema, '4xx': errorResponseSchema },
       },
     },
-    async (request) => {
-      const account = requireAccount(request);
-      const from = instant('from', request.query.from);
-      const to = instant('to', request.query.to);
-      if (from && to && from >= to) throw invalid('to', 'a time after from', request.query.to);
-      const hourFloor = from ? new Date(Math.floor(Date.parse(from) / 3_600_000) * 3_600_000).toISOString() : undefined;
-      const u = await ctx.cache.usage(account, hourFloor, to);
-      return {
-        total_requests: u.totalRequests,
-        cache_hits: u.cacheHits,
-        cache_misses: u.cacheMisses,
-        hit_rate_percentage: u.hitRatePercentage,
-        exact_hits: u.exactHits,
-        semantic_hits: u.semanticHits,
-        average_lookup_time_ms: u.averageLookupTimeMs,
-        performance: {
-          fast_responses: u.exactHits,
-          smart_responses: u.semanticHits,
-          estimated_cost_savings: u.estimatedCostSavings,
-        },
-        tokens_saved: u.tokensSaved,
-        stores: u.stores,
-        period: { from: hourFloor ?? null, to: to ?? null },
-      };
-    },
+    async (request) => usageBody(ctx, requireAccount(request), request.query),
   );
 }

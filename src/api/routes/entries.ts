@@ -1,0 +1,104 @@
+import type { FastifyInstance } from 'fastify';
+import type { Entry } from '../../store/interface.ts';
+import type { AppContext } from '../context.ts';
+import { ApiError, invalid } from '../errors.ts';
+import { errorResponseSchema } from '../schemas.ts';
+import { requireAccount } from './util.ts';
+
+export interface EntryListQuery {
+  page?: string;
+  per_page?: string;
+  q?: string;
+  order?: 'recent' | 'hits';
+}
+
+export const entryListQuerySchema = {
+  type: 'object',
+  properties: {
+    page: { type: 'string', description: 'Page number, from 1 (default 1).' },
+    per_page: { type: 'string', description: 'Entries per page, 1 to 100 (default 20).' },
+    q: { type: 'string', maxLength: 200, description: 'Text searched in the question, answer and model.' },
+    order: { type: 'string', enum: ['recent', 'hits'], default: 'recent' },
+  },
+} as const;
+
+export function entrySummary(e: Entry) {
+  return {
+    id: e.id,
+    question: e.queryText,
+    answer: e.answer,
+    model: e.model,
+    tokens: e.tokens,
+    usage_count: e.usageCount,
+    created_at: e.createdAt,
+    last_hit_at: e.lastHitAt,
+    expires_at: e.expiresAt,
+    cache_types: e.vector ? ['exact', 'semantic'] : ['exact'],
+  };
+}
+
+export function entryDetail(e: Entry) {
+  return { ...entrySummary(e), messages: e.messages, prompt_hash: e.exactHash };
+}
+
+/** A page of an account's entries in the spec's list shape. */
+export async function listEntries(ctx: AppContext, accountId: string, q: EntryListQuery) {
+  const page = whole('page', q.page, 1, 1, 1_000_000);
+  const perPage = whole('per_page', q.per_page, 20, 1, 100);
+  const { entries, total } = await ctx.store.listEntries(accountId, { page, perPage, q: q.q, order: q.order });
+  return {
+    data: entries.map(entrySummary),
+    pagination: { page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) },
+  };
+}
+
+function whole(field: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = /^\d{1,9}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(n >= min && n <= max)) throw invalid(field, `an integer from ${min} to ${max}`, raw);
+  return n;
+}
+
+export function parseEntryId(raw: string): number {
+  if (!/^\d{1,15}$/.test(raw)) {
+    throw new ApiError('INVALID_INPUT', 'id must be a positive integer', { field: 'id', expected: 'a positive integer', received: raw.slice(0, 40) });
+  }
+  return Number(raw);
+}
+
+export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.get<{ Querystring: EntryListQuery }>(
+    '/api/v1/entries',
+    {
+      config: { route: 'entries' },
+      schema: {
+        summary: "List the account's cached entries",
+        querystring: entryListQuerySchema,
+        response: { '4xx': errorResponseSchema },
+      },
+    },
+    async (request) => listEntries(ctx, requireAccount(request).id, request.query),
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/api/v1/entries/:id',
+    { config: { route: 'entries' }, schema: { summary: 'One cached entry with its conversation', response: { '4xx': errorResponseSchema } } },
+    async (request) => {
+      const account = requireAccount(request);
+      const entry = await ctx.store.getEntry(account.id, parseEntryId(request.params.id));
+      if (!entry) throw new ApiError('NOT_FOUND', `No entry ${request.params.id}`);
+      return entryDetail(entry);
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/api/v1/entries/:id',
+    { config: { route: 'entries' }, schema: { summary: 'Delete a cached entry; it stops matching at once', response: { '4xx': errorResponseSchema } } },
+    async (request) => {
+      const account = requireAccount(request);
+      const id = parseEntryId(request.params.id);
+      if (!(await ctx.cache.deleteEntry(account, id))) throw new ApiError('NOT_FOUND', `No entry ${request.params.id}`);
+      return { deleted: true, id };
+    },
+  );
+}

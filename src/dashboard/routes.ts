@@ -1,0 +1,204 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../api/context.ts';
+import { ApiError, invalid } from '../api/errors.ts';
+import { entryDetail, listEntries, parseEntryId, type EntryListQuery } from '../api/routes/entries.ts';
+import { usageBody, type UsageQuery } from '../api/routes/usage.ts';
+import { createKey } from '../keys/keys.ts';
+import type { Account, Session } from '../store/interface.ts';
+import { verifyPassword } from './passwords.ts';
+
+const COOKIE = 'reprise_session';
+const SESSION_HOURS = 12;
+const LOGIN_RULE = { capacity: 10, refillPerSecond: 10 / 60, limit: 10 };
+
+const require = createRequire(import.meta.url);
+
+interface Asset {
+  type: string;
+  body: Buffer;
+}
+
+/** The dashboard's files: its own pages and uPlot from npm, read once at start. */
+function loadAssets(): Map<string, Asset> {
+  const here = new URL('./static/', import.meta.url);
+  const file = (name: string) => readFileSync(new URL(name, here));
+  const uplot = (name: string) => readFileSync(require.resolve(`uplot/dist/${name}`));
+  return new Map<string, Asset>([
+    ['/dashboard', { type: 'text/html; charset=utf-8', body: file('index.html') }],
+    ['/dashboard/app.js', { type: 'text/javascript; charset=utf-8', body: file('app.js') }],
+    ['/dashboard/app.css', { type: 'text/css; charset=utf-8', body: file('app.css') }],
+    ['/dashboard/uplot.js', { type: 'text/javascript; charset=utf-8', body: uplot('uPlot.iife.min.js') }],
+    ['/dashboard/uplot.css', { type: 'text/css; charset=utf-8', body: uplot('uPlot.min.css') }],
+  ]);
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+function cookieValue(header: string | undefined, name: string): string | null {
+  for (const part of (header ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return decodeURIComponent(v.join('='));
+  }
+  return null;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    session: Session | null;
+  }
+}
+
+/**
+ * The dashboard at /dashboard: static pages and a JSON API under /dashboard/api for the signed-in
+ * account holder. Sessions are random tokens in an HttpOnly, SameSite=Strict cookie (Secure over
+ * HTTPS), stored as hashes; every change needs the session's CSRF token in X-CSRF-Token.
+ */
+export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const assets = loadAssets();
+  app.decorateRequest('session', null);
+
+  for (const [url, asset] of assets) {
+    app.get(url, { schema: { hide: true } }, async (_request, reply) => {
+      reply.header('Content-Type', asset.type);
+      reply.header('Cache-Control', url === '/dashboard' ? 'no-store' : 'public, max-age=300');
+      reply.header('X-Frame-Options', 'DENY');
+      reply.header('Content-Security-Policy', "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+      return asset.body;
+    });
+  }
+
+  const secureCookie = (request: FastifyRequest) => request.protocol === 'https';
+  const setCookie = (request: FastifyRequest, reply: FastifyReply, value: string, maxAge: number) => {
+    const attrs = [`${COOKIE}=${value}`, 'Path=/dashboard', 'HttpOnly', 'SameSite=Strict', `Max-Age=${maxAge}`];
+    if (secureCookie(request)) attrs.push('Secure');
+    reply.header('Set-Cookie', attrs.join('; '));
+  };
+
+  /** The signed-in account; for changes, also checks the CSRF token and the Origin. */
+  async function signedIn(request: FastifyRequest): Promise<Account> {
+    const token = cookieValue(request.headers.cookie, COOKIE);
+    const session = token ? await ctx.store.getSession(sha256(token), new Date().toISOString()) : null;
+    const account = session ? await ctx.store.getAccount(session.accountId) : null;
+    if (!session || !account) throw new ApiError('UNAUTHORIZED', 'Sign in to use the dashboard');
+    if (request.method !== 'GET') {
+      const origin = request.headers.origin;
+      if (request.headers['x-csrf-token'] !== session.csrfToken || (origin !== undefined && new URL(origin).host !== request.headers.host)) {
+        throw new ApiError('FORBIDDEN', 'Missing or wrong CSRF token');
+      }
+    }
+    request.session = session;
+    return account;
+  }
+
+  const me = (account: Account, session: Session) => ({
+    account: { id: account.id, name: account.name, plan: account.plan, default_threshold: account.defaultThreshold ?? 0.85, entry_ttl_seconds: account.entryTtlSeconds ?? 0 },
+    csrf_token: session.csrfToken,
+  });
+
+  app.post<{ Body: { account?: unknown; password?: unknown } }>('/dashboard/api/login', { schema: { hide: true } }, async (request, reply) => {
+    const { account: name, password } = request.body ?? {};
+    if (typeof name !== 'string' || name.length === 0 || name.length > 100) throw invalid('account', 'an account name', name);
+    if (typeof password !== 'string' || password.length === 0 || password.length > 1000) throw invalid('password', 'a password', undefined);
+    const gate = await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE, 0);
+    if (gate.remaining < 1) {
+      reply.header('Retry-After', gate.retryAfter || 1);
+      throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many failed sign-ins; wait and try again', undefined, Math.max(1, gate.retryAfter));
+    }
+    const account = await ctx.store.getAccountByName(name);
+    const ok = await verifyPassword(password, account ? await ctx.store.getPasswordHash(account.id) : null);
+    if (!ok || !account) {
+      await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE);
+      throw new ApiError('INVALID_CREDENTIALS', 'Wrong account name or password');
+    }
+    const token = randomBytes(32).toString('base64url');
+    const now = Date.now();
+    const session: Session = {
+      tokenHash: sha256(token),
+      accountId: account.id,
+      csrfToken: randomBytes(24).toString('base64url'),
+      createdAt: new Date(now).toISOString(),
+      expiresAt: new Date(now + SESSION_HOURS * 3_600_000).toISOString(),
+    };
+    await ctx.store.createSession(session);
+    setCookie(request, reply, token, SESSION_HOURS * 3600);
+    return me(account, session);
+  });
+
+  app.post('/dashboard/api/logout', { schema: { hide: true } }, async (request, reply) => {
+    await signedIn(request);
+    if (request.session) await ctx.store.deleteSession(request.session.tokenHash);
+    setCookie(request, reply, '', 0);
+    return { signed_out: true };
+  });
+
+  app.get('/dashboard/api/me', { schema: { hide: true } }, async (request) => me(await signedIn(request), request.session as Session));
+
+  app.get('/dashboard/api/keys', { schema: { hide: true } }, async (request) => {
+    const account = await signedIn(request);
+    return {
+      data: (await ctx.store.listKeys(account.id)).map((k) => ({
+        id: k.id,
+        name: k.name,
+        prefix: k.prefix,
+        created_at: k.createdAt,
+        last_used_at: k.lastUsedAt,
+        status: k.revokedAt ? 'revoked' : 'active',
+        revoked_at: k.revokedAt,
+      })),
+    };
+  });
+
+  app.post<{ Body: { name?: unknown } }>('/dashboard/api/keys', { schema: { hide: true } }, async (request) => {
+    const account = await signedIn(request);
+    const name = request.body?.name;
+    if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > 100)) throw invalid('name', 'a string of at most 100 characters', name);
+    const created = await createKey(ctx.store, account, typeof name === 'string' && name.trim() ? name.trim() : null);
+    return { key: created.secret, id: created.key.id, prefix: created.key.prefix, name: created.key.name, created_at: created.key.createdAt };
+  });
+
+  app.post<{ Params: { id: string } }>('/dashboard/api/keys/:id/revoke', { schema: { hide: true } }, async (request) => {
+    const account = await signedIn(request);
+    const key = await ctx.store.revokeKey(request.params.id, account.id);
+    if (!key) throw new ApiError('NOT_FOUND', `No key ${request.params.id}`);
+    return { id: key.id, status: 'revoked', revoked_at: key.revokedAt };
+  });
+
+  app.get<{ Querystring: UsageQuery }>('/dashboard/api/usage', { schema: { hide: true } }, async (request) =>
+    usageBody(ctx, await signedIn(request), request.query),
+  );
+
+  app.get<{ Querystring: EntryListQuery }>('/dashboard/api/entries', { schema: { hide: true } }, async (request) =>
+    listEntries(ctx, (await signedIn(request)).id, request.query),
+  );
+
+  app.get<{ Params: { id: string } }>('/dashboard/api/entries/:id', { schema: { hide: true } }, async (request) => {
+    const account = await signedIn(request);
+    const entry = await ctx.store.getEntry(account.id, parseEntryId(request.params.id));
+    if (!entry) throw new ApiError('NOT_FOUND', `No entry ${request.params.id}`);
+    return entryDetail(entry);
+  });
+
+  app.delete<{ Params: { id: string } }>('/dashboard/api/entries/:id', { schema: { hide: true } }, async (request) => {
+    const account = await signedIn(request);
+    const id = parseEntryId(request.params.id);
+    if (!(await ctx.cache.deleteEntry(account, id))) throw new ApiError('NOT_FOUND', `No entry ${request.params.id}`);
+    return { deleted: true, id };
+  });
+
+  app.put<{ Body: { default_threshold?: unknown; entry_ttl_seconds?: unknown } }>('/dashboard/api/settings', { schema: { hide: true } }, async (request) => {
+    const account = await signedIn(request);
+    const { default_threshold: t, entry_ttl_seconds: ttl } = request.body ?? {};
+    if (t !== undefined && (typeof t !== 'number' || !(t >= 0 && t <= 1))) throw invalid('default_threshold', 'a number from 0 to 1', t);
+    if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 0 || ttl > 315_360_000)) {
+      throw invalid('entry_ttl_seconds', 'an integer from 0 (no expiry) to 315360000', ttl);
+    }
+    const updated = await ctx.store.updateAccount(account.id, {
+      ...(t !== undefined ? { defaultThreshold: t as number } : {}),
+      ...(ttl !== undefined ? { entryTtlSeconds: ttl === 0 ? null : (ttl as number) } : {}),
+    });
+    return me(updated ?? account, request.session as Session);
+  });
+}

@@ -1,0 +1,264 @@
+// Reprise dashboard: plain browser JavaScript, no build step. Talks to /dashboard/api.
+(() => {
+  'use strict';
+  const $ = (sel) => document.querySelector(sel);
+  const state = { csrf: null, account: null, tab: 'usage', granularity: 'hour', page: 1, perPage: 20, q: '', selected: null, charts: [] };
+
+  const fmtInt = (n) => Number(n).toLocaleString('en-US');
+  const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
+  const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+
+  function toast(text) {
+    const t = $('#toast');
+    t.textContent = text;
+    t.hidden = false;
+    clearTimeout(toast.timer);
+    toast.timer = setTimeout(() => (t.hidden = true), 2600);
+  }
+
+  async function api(path, options = {}) {
+    const headers = { ...(options.body ? { 'Content-Type': 'application/json' } : {}) };
+    if (options.method && options.method !== 'GET' && state.csrf) headers['X-CSRF-Token'] = state.csrf;
+    const res = await fetch(`/dashboard/api${path}`, { credentials: 'same-origin', ...options, headers, body: options.body ? JSON.stringify(options.body) : undefined });
+    const body = await res.json().catch(() => ({}));
+    if (res.status === 401 && path !== '/login') {
+      showLogin();
+      throw new Error('signed out');
+    }
+    if (!res.ok) throw new Error(body?.error?.message || `Request failed (${res.status})`);
+    return body;
+  }
+
+  function showLogin() {
+    state.csrf = null;
+    $('#app').hidden = true;
+    $('#login').hidden = false;
+    $('#login-account').focus();
+  }
+
+  function signedIn(me) {
+    state.csrf = me.csrf_token;
+    state.account = me.account;
+    $('#who-name').textContent = me.account.name;
+    $('#who-plan').textContent = me.account.plan;
+    $('#login').hidden = true;
+    $('#app').hidden = false;
+    const wanted = location.hash.replace('#', '');
+    switchTab(['usage', 'keys', 'entries', 'settings'].includes(wanted) ? wanted : 'usage');
+  }
+
+  function switchTab(tab) {
+    state.tab = tab;
+    if (location.hash !== `#${tab}`) history.replaceState(null, '', `#${tab}`);
+    for (const b of document.querySelectorAll('.tab')) b.setAttribute('aria-selected', String(b.dataset.tab === tab));
+    for (const p of document.querySelectorAll('.panel')) p.hidden = p.id !== `tab-${tab}`;
+    ({ usage: loadUsage, keys: loadKeys, entries: loadEntries, settings: loadSettings })[tab]().catch((e) => e.message !== 'signed out' && toast(e.message));
+  }
+
+  // ---- Usage ----
+  function stat(label, value, sub, highlight) {
+    return `<div class="stat${highlight ? ' highlight' : ''}"><div class="label">${esc(label)}</div><div class="value">${esc(value)}</div>${sub ? `<div class="sub">${esc(sub)}</div>` : ''}</div>`;
+  }
+
+  function chart(el, series, data, opts = {}) {
+    el.innerHTML = '';
+    if (data[0].length === 0) {
+      el.innerHTML = '<div class="empty">No requests yet in this period.<br>Checks and stores through the API appear here.</div>';
+      return;
+    }
+    const width = Math.max(320, el.clientWidth || 520);
+    const plot = new uPlot(
+      {
+        width,
+        height: 220,
+        series: [{}, ...series],
+        axes: [{ stroke: '#6b7385', grid: { stroke: '#eef0f6' } }, { stroke: '#6b7385', grid: { stroke: '#eef0f6' }, values: opts.values, size: 60 }],
+        scales: { x: { time: true }, y: opts.range ? { range: opts.range } : {} },
+        legend: { show: true },
+        cursor: { drag: { x: false, y: false } },
+      },
+      data,
+      el,
+    );
+    state.charts.push(plot);
+  }
+
+  async function loadUsage() {
+    const u = await api(`/usage?granularity=${state.granularity}`);
+    const saved = u.performance.estimated_cost_savings;
+    $('#stats').innerHTML = [
+      stat('Requests', fmtInt(u.total_requests), `${fmtInt(u.cache_misses)} misses`),
+      stat('Hit rate', `${u.hit_rate_percentage}%`, `${fmtInt(u.cache_hits)} hits`, u.hit_rate_percentage > 0),
+      stat('Exact hits', fmtInt(u.exact_hits), 'fast responses'),
+      stat('Semantic hits', fmtInt(u.semantic_hits), 'smart responses'),
+      stat('Avg lookup', `${u.average_lookup_time_ms} ms`, 'server side'),
+      stat('Estimated savings', saved, `${fmtInt(u.tokens_saved)} tokens not generated`, true),
+    ].join('');
+    for (const c of state.charts) c.destroy();
+    state.charts = [];
+    const xs = u.series.map((p) => Date.parse(p.start) / 1000);
+    chart($('#chart-requests'), [
+      { label: 'Requests', stroke: '#4f46e5', width: 2, fill: 'rgba(79,70,229,.08)' },
+      { label: 'Exact hits', stroke: '#0f9f6e', width: 2 },
+      { label: 'Semantic hits', stroke: '#f59e0b', width: 2 },
+    ], [xs, u.series.map((p) => p.total_requests), u.series.map((p) => p.exact_hits), u.series.map((p) => p.semantic_hits)]);
+    chart($('#chart-rate'), [{ label: 'Hit rate %', stroke: '#0f9f6e', width: 2, fill: 'rgba(15,159,110,.08)' }], [xs, u.series.map((p) => p.hit_rate_percentage)], {
+      range: [0, 100],
+      values: (_, ticks) => ticks.map((t) => `${t}%`),
+    });
+    chart($('#chart-savings'), [{ label: 'Savings (USD)', stroke: '#8b5cf6', width: 2, fill: 'rgba(139,92,246,.08)' }], [xs, u.series.map((p) => p.estimated_cost_savings_usd)], {
+      values: (_, ticks) => ticks.map((t) => `$${t.toFixed(t < 1 ? 4 : 2)}`),
+    });
+    const top = await api('/entries?order=hits&per_page=5');
+    $('#top-entries tbody').innerHTML = top.data.length
+      ? top.data.map((e) => `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`).join('')
+      : '<tr><td colspan="3" class="muted">Nothing cached yet.</td></tr>';
+  }
+
+  // ---- Keys ----
+  async function loadKeys() {
+    const { data } = await api('/keys');
+    $('#keys-table tbody').innerHTML = data.length
+      ? data
+          .map(
+            (k) => `<tr data-id="${esc(k.id)}"><td>${esc(k.name || 'Unnamed key')}</td><td><code>${esc(k.prefix)}…</code></td><td>${fmtDate(k.created_at)}</td><td>${k.last_used_at ? fmtDate(k.last_used_at) : '<span class="muted">never</span>'}</td>
+        <td><span class="status ${k.status}">${k.status === 'active' ? 'Active' : 'Revoked'}</span></td>
+        <td class="num">${k.status === 'active' ? `<button class="danger revoke" data-id="${esc(k.id)}">Revoke</button>` : ''}</td></tr>`,
+          )
+          .join('')
+      : '<tr><td colspan="6" class="muted">No keys yet.</td></tr>';
+  }
+
+  // ---- Entries ----
+  async function loadEntries() {
+    const r = await api(`/entries?page=${state.page}&per_page=${state.perPage}&q=${encodeURIComponent(state.q)}`);
+    const p = r.pagination;
+    $('#entries-table tbody').innerHTML = r.data.length
+      ? r.data
+          .map(
+            (e) => `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
+          )
+          .join('')
+      : `<tr><td colspan="4" class="muted">${state.q ? 'No entries match this search.' : 'Nothing cached yet: store answers through the API.'}</td></tr>`;
+    $('#page-info').textContent = p.total ? `Page ${p.page} of ${p.total_pages} · ${fmtInt(p.total)} entries` : '0 entries';
+    $('#prev').disabled = p.page <= 1;
+    $('#next').disabled = p.page >= p.total_pages;
+  }
+
+  async function showEntry(id) {
+    state.selected = id;
+    const e = await api(`/entries/${id}`);
+    const msgs = e.messages.map((m) => `<div class="msg"><span class="role">${esc(m.role)}</span>${esc(m.content)}</div>`).join('');
+    const panel = $('#entry');
+    panel.innerHTML = `<h3>Entry ${e.id}</h3>
+      <div class="meta"><span>Model</span><b>${esc(e.model)}</b><span>Tokens</span><b>${fmtInt(e.tokens)}</b><span>Hits</span><b>${fmtInt(e.usage_count)}</b>
+      <span>Cached</span><b>${fmtDate(e.created_at)}</b><span>Last hit</span><b>${fmtDate(e.last_hit_at)}</b><span>Expires</span><b>${e.expires_at ? fmtDate(e.expires_at) : 'never'}</b></div>
+      ${msgs}<div class="msg answer"><span class="role">cached answer</span>${esc(e.answer)}</div>
+      <div><button class="danger" id="delete-entry" data-id="${e.id}">Delete entry</button></div>`;
+    panel.hidden = false;
+    for (const tr of document.querySelectorAll('#entries-table tbody tr')) tr.classList.toggle('selected', Number(tr.dataset.id) === id);
+  }
+
+  // ---- Settings ----
+  async function loadSettings() {
+    const me = await api('/me');
+    $('#threshold').value = me.account.default_threshold;
+    $('#ttl').value = me.account.entry_ttl_seconds;
+    $('#settings-saved').hidden = true;
+  }
+
+  // ---- Events ----
+  $('#login-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    $('#login-error').hidden = true;
+    try {
+      signedIn(await api('/login', { method: 'POST', body: { account: $('#login-account').value, password: $('#login-password').value } }));
+      $('#login-password').value = '';
+    } catch (e) {
+      $('#login-error').textContent = e.message;
+      $('#login-error').hidden = false;
+    }
+  });
+  $('#logout').addEventListener('click', async () => {
+    await api('/logout', { method: 'POST' }).catch(() => undefined);
+    showLogin();
+  });
+  for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => switchTab(b.dataset.tab));
+  for (const b of document.querySelectorAll('#granularity button')) {
+    b.addEventListener('click', () => {
+      state.granularity = b.dataset.g;
+      for (const x of document.querySelectorAll('#granularity button')) x.classList.toggle('on', x === b);
+      loadUsage().catch((e) => toast(e.message));
+    });
+  }
+  $('#key-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      const k = await api('/keys', { method: 'POST', body: { name: $('#key-name').value } });
+      $('#new-key-value').textContent = k.key;
+      $('#new-key').hidden = false;
+      $('#key-name').value = '';
+      await loadKeys();
+    } catch (e) {
+      toast(e.message);
+    }
+  });
+  $('#copy-key').addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText($('#new-key-value').textContent);
+      toast('Key copied to the clipboard');
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents($('#new-key-value'));
+      getSelection().removeAllRanges();
+      getSelection().addRange(range);
+      toast('Key selected: press Ctrl+C to copy');
+    }
+  });
+  $('#keys-table').addEventListener('click', async (ev) => {
+    const b = ev.target.closest('button.revoke');
+    if (!b || !confirm('Revoke this key? Requests using it will be refused at once.')) return;
+    await api(`/keys/${encodeURIComponent(b.dataset.id)}/revoke`, { method: 'POST' }).catch((e) => toast(e.message));
+    toast('Key revoked');
+    await loadKeys();
+  });
+  $('#search-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    state.q = $('#search').value.trim();
+    state.page = 1;
+    loadEntries().catch((e) => toast(e.message));
+  });
+  $('#prev').addEventListener('click', () => {
+    state.page = Math.max(1, state.page - 1);
+    loadEntries();
+  });
+  $('#next').addEventListener('click', () => {
+    state.page += 1;
+    loadEntries();
+  });
+  $('#entries-table').addEventListener('click', (ev) => {
+    const tr = ev.target.closest('tr.clickable');
+    if (tr) showEntry(Number(tr.dataset.id)).catch((e) => toast(e.message));
+  });
+  $('#entry').addEventListener('click', async (ev) => {
+    const b = ev.target.closest('#delete-entry');
+    if (!b || !confirm('Delete this entry? It stops matching at once.')) return;
+    await api(`/entries/${b.dataset.id}`, { method: 'DELETE' }).catch((e) => toast(e.message));
+    $('#entry').hidden = true;
+    state.selected = null;
+    toast('Entry deleted');
+    await loadEntries();
+  });
+  $('#settings-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      const me = await api('/settings', { method: 'PUT', body: { default_threshold: Number($('#threshold').value), entry_ttl_seconds: Number($('#ttl').value) } });
+      state.account = me.account;
+      $('#settings-saved').hidden = false;
+    } catch (e) {
+      toast(e.message);
+    }
+  });
+
+  api('/me').then(signedIn, () => showLogin());
+})();

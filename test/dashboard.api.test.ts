@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { hashPassword } from '../src/dashboard/passwords.ts';
+import { startTestApp, user, type TestApp } from './helpers.ts';
+
+describe('dashboard API', () => {
+  let t: TestApp;
+  let key: string;
+  let other: string;
+  before(async () => {
+    t = await startTestApp();
+    key = await t.key('dash', 'pro');
+    other = await t.key('dash-other', 'pro');
+    const store = t.runtime.ctx.store;
+    for (const name of ['dash', 'dash-other']) {
+      const a = await store.getAccountByName(name);
+      await store.setPassword(a?.id ?? '', await hashPassword(`${name}-password`));
+    }
+  });
+  after(() => t.close());
+
+  async function signIn(account = 'dash', ip = '198.51.100.1') {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { account, password: `${account}-password` },
+      remoteAddress: ip,
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const cookie = String(res.headers['set-cookie']).split(';')[0] as string;
+    return { cookie, csrf: res.json().csrf_token as string, res };
+  }
+
+  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, s: { cookie: string; csrf?: string }, payload?: unknown) =>
+    t.app.inject({ method, url, payload: payload as object, headers: { cookie: s.cookie, ...(s.csrf ? { 'x-csrf-token': s.csrf } : {}) } });
+
+  test('the pages are served with their assets, no CDN', async () => {
+    const page = await t.get('/dashboard');
+    assert.equal(page.statusCode, 200);
+    assert.match(String(page.headers['content-type']), /text\/html/);
+    assert.doesNotMatch(page.body, /https?:\/\//);
+    for (const asset of ['/dashboard/app.js', '/dashboard/app.css', '/dashboard/uplot.js', '/dashboard/uplot.css']) {
+      assert.equal((await t.get(asset)).statusCode, 200, asset);
+    }
+  });
+
+  test('sign-in sets a secure session cookie; wrong passwords are refused and rate limited', async () => {
+    const { res } = await signIn();
+    const cookie = String(res.headers['set-cookie']);
+    assert.match(cookie, /HttpOnly/);
+    assert.match(cookie, /SameSite=Strict/);
+    assert.match(cookie, /Path=\/dashboard/);
+    const https = await t.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { account: 'dash', password: 'dash-password' },
+      headers: { 'x-forwarded-proto': 'https' },
+    });
+    assert.equal(https.statusCode, 200);
+
+    const codes: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const r = await t.app.inject({ method: 'POST', url: '/dashboard/api/login', payload: { account: 'dash', password: 'wrong' }, remoteAddress: '203.0.113.9' });
+      codes.push(r.statusCode);
+      if (r.statusCode === 401) assert.equal(r.json().error.code, 'INVALID_CREDENTIALS');
+    }
+    assert.deepEqual(codes.slice(0, 10), Array(10).fill(401));
+    assert.deepEqual(codes.slice(10), [429, 429]);
+    const unknown = await t.app.inject({ method: 'POST', url: '/dashboard/api/login', payload: { account: 'nobody', password: 'x' }, remoteAddress: '203.0.113.10' });
+    assert.equal(unknown.statusCode, 401);
+  });
+
+  test('without a session the API is 401; changes need the CSRF token', async () => {
+    assert.equal((await t.get('/dashboard/api/keys')).statusCode, 401);
+    const s = await signIn();
+    const noCsrf = await call('POST', '/dashboard/api/keys', { cookie: s.cookie }, { name: 'x' });
+    assert.equal(noCsrf.statusCode, 403);
+    assert.equal(noCsrf.json().error.code, 'FORBIDDEN');
+    const wrong = await call('POST', '/dashboard/api/keys', { cookie: s.cookie, csrf: 'nope' }, { name: 'x' });
+    assert.equal(wrong.statusCode, 403);
+  });
+
+  test('keys: generate (secret once), list, revoke; the API refuses a revoked key at once', async () => {
+    const s = await signIn();
+    const created = await call('POST', '/dashboard/api/keys', s, { name: 'from the dashboard' });
+    assert.equal(created.statusCode, 200);
+    const secret = created.json().key as string;
+    assert.match(secret, /^rp_live_[0-9A-Za-z]{40}$/);
+    assert.equal((await t.get('/api/v1/usage', secret)).statusCode, 200);
+    const list = (await call('GET', '/dashboard/api/keys', s)).json().data as { id: string; name: string; status: string; prefix: string }[];
+    const listed = list.find((k) => k.name === 'from the dashboard');
+    assert.equal(listed?.status, 'active');
+    assert.ok(!JSON.stringify(list).includes(secret));
+    const revoked = await call('POST', `/dashboard/api/keys/${listed?.id}/revoke`, s);
+    assert.equal(revoked.json().status, 'revoked');
+    assert.equal((await t.get('/api/v1/usage', secret)).statusCode, 401);
+  });
+
+  test("one account never sees or changes another's keys or entries", async () => {
+    const s = await signIn('dash-other', '198.51.100.2');
+    const mine = await signIn();
+    const keys = (await call('GET', '/dashboard/api/keys', mine)).json().data as { id: string }[];
+    const theirs = await call('POST', `/dashboard/api/keys/${keys[0]?.id}/revoke`, s);
+    assert.equal(theirs.statusCode, 404);
+    const stored = (await t.post('/api/v1/store', { messages: [user('private to dash')], answer: 'secret answer' }, key)).json();
+    assert.equal((await call('GET', `/dashboard/api/entries/${stored.entry_id}`, s)).statusCode, 404);
+    assert.equal((await call('DELETE', `/dashboard/api/entries/${stored.entry_id}`, s)).statusCode, 404);
+    assert.equal((await t.get(`/api/v1/entries/${stored.entry_id}`, other)).statusCode, 404);
+    const list = (await call('GET', '/dashboard/api/entries', s)).json();
+    assert.equal(list.pagination.total, 0);
+  });
+
+  test('entries: paginated list, search, one entry, delete (stops matching)', async () => {
+    const s = await signIn();
+    const k = await t.key('entries-owner', 'pro');
+    const a = await t.runtime.ctx.store.getAccountByName('entries-owner');
+    await t.runtime.ctx.store.setPassword(a?.id ?? '', await hashPassword('entries-owner-password'));
+    for (let i = 0; i < 25; i++) await t.post('/api/v1/store', { messages: [user(`question ${i}`)], answer: `answer ${i}`, model: i === 7 ? 'special-model' : 'gpt-4o' }, k);
+    const page1 = (await t.get('/api/v1/entries', k)).json();
+    assert.deepEqual(page1.pagination, { page: 1, per_page: 20, total: 25, total_pages: 2 });
+    assert.equal(page1.data.length, 20);
+    const page2 = (await t.get('/api/v1/entries?page=2&per_page=20', k)).json();
+    assert.equal(page2.data.length, 5);
+    const found = (await t.get('/api/v1/entries?q=special', k)).json();
+    assert.deepEqual(found.data.map((e: { question: string }) => e.question), ['question 7']);
+    for (const bad of ['per_page=101', 'per_page=0', 'page=0', 'page=x']) {
+      const r = await t.get(`/api/v1/entries?${bad}`, k);
+      assert.equal(r.statusCode, 400, bad);
+      assert.equal(r.json().error.code, 'INVALID_INPUT');
+    }
+    const one = (await t.get(`/api/v1/entries/${found.data[0].id}`, k)).json();
+    assert.deepEqual(one.messages, [{ role: 'user', content: 'question 7' }]);
+    assert.equal(one.answer, 'answer 7');
+    const del = await t.app.inject({ method: 'DELETE', url: `/api/v1/entries/${one.id}`, headers: { authorization: `Bearer ${k}` } });
+    assert.equal(del.statusCode, 200);
+    const miss = (await t.post('/api/v1/check', { messages: [user('question 7')] }, k)).json();
+    assert.equal(miss.cache_hit, false);
+    assert.equal((await t.get(`/api/v1/entries/${one.id}`, k)).statusCode, 404);
+    assert.equal((await t.get('/api/v1/entries/abc', k)).statusCode, 400);
+    void s;
+  });
+
+  test('usage over time by hour and day, the same through the API and the dashboard', async () => {
+    const s = await signIn();
+    await t.post('/api/v1/check', { messages: [user('series question')] }, key);
+    const api = (await t.get('/api/v1/usage?granularity=hour', key)).json();
+    assert.equal(api.granularity, 'hour');
+    assert.ok(api.series.length >= 1);
+    const last = api.series[api.series.length - 1];
+    assert.match(last.start, /T\d\d:00:00\.000Z$/);
+    assert.equal(last.total_requests, last.cache_hits + last.cache_misses);
+    const day = (await call('GET', '/dashboard/api/usage?granularity=day', s)).json();
+    assert.match(day.series[0].start, /T00:00:00\.000Z$/);
+    assert.equal(day.total_requests, api.total_requests);
+    assert.equal((await t.get('/api/v1/usage?granularity=week', key)).statusCode, 400);
+  });
+
+  test('settings: default threshold and entry lifetime are saved and validated', async () => {
+    const s = await signIn();
+    const ok = await call('PUT', '/dashboard/api/settings', s, { default_threshold: 0.9, entry_ttl_seconds: 3600 });
+    assert.equal(ok.statusCode, 200);
+    assert.equal(ok.json().account.default_threshold, 0.9);
+    assert.equal(ok.json().account.entry_ttl_seconds, 3600);
+    const stored = (await t.post('/api/v1/store', { messages: [user('with a lifetime')], answer: 'x' }, key)).json();
+    const entry = (await t.get(`/api/v1/entries/${stored.entry_id}`, key)).json();
+    assert.ok(entry.expires_at && Date.parse(entry.expires_at) > Date.now() + 3500_000);
+    const bad = await call('PUT', '/dashboard/api/settings', s, { default_threshold: 2 });
+    assert.equal(bad.statusCode, 400);
+    assert.equal(bad.json().error.details.field, 'default_threshold');
+    await call('PUT', '/dashboard/api/settings', s, { default_threshold: 0.85, entry_ttl_seconds: 0 });
+  });
+
+  test('sign-out ends the session', async () => {
+    const s = await signIn();
+    assert.equal((await call('POST', '/dashboard/api/logout', s)).statusCode, 200);
+    assert.equal((await call('GET', '/dashboard/api/me', s)).statusCode, 401);
+  });
+});
