@@ -285,6 +285,11 @@ export class CacheService {
     this.deps.usage.keyUsed(keyId);
   }
 
+  /** Hits of an entry counted on this node and not yet written. */
+  pendingHits(entryId: number): number {
+    return this.deps.usage.pendingHits(entryId);
+  }
+
   /** Writes batched counters now. */
   flush(): Promise<void> {
     return this.deps.usage.flush();

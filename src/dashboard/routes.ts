@@ -178,7 +178,7 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     const account = await signedIn(request);
     const entry = await ctx.store.getEntry(account.id, parseEntryId(request.params.id));
     if (!entry) throw new ApiError('NOT_FOUND', `No entry ${request.params.id}`);
-    return entryDetail(entry);
+    return entryDetail(entry, ctx.cache.pendingHits(entry.id));
   });
 
   app.delete<{ Params: { id: string } }>('/dashboard/api/entries/:id', { schema: { hide: true } }, async (request) => {

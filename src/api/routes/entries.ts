@@ -22,14 +22,14 @@ export const entryListQuerySchema = {
   },
 } as const;
 
-export function entrySummary(e: Entry) {
+export function entrySummary(e: Entry, pendingHits = 0) {
   return {
     id: e.id,
     question: e.queryText,
     answer: e.answer,
     model: e.model,
     tokens: e.tokens,
-    usage_count: e.usageCount,
+    usage_count: e.usageCount + pendingHits,
     created_at: e.createdAt,
     last_hit_at: e.lastHitAt,
     expires_at: e.expiresAt,
@@ -37,8 +37,8 @@ export function entrySummary(e: Entry) {
   };
 }
 
-export function entryDetail(e: Entry) {
-  return { ...entrySummary(e), messages: e.messages, prompt_hash: e.exactHash };
+export function entryDetail(e: Entry, pendingHits = 0) {
+  return { ...entrySummary(e, pendingHits), messages: e.messages, prompt_hash: e.exactHash };
 }
 
 /** A page of an account's entries in the spec's list shape. */
@@ -47,7 +47,7 @@ export async function listEntries(ctx: AppContext, accountId: string, q: EntryLi
   const perPage = whole('per_page', q.per_page, 20, 1, 100);
   const { entries, total } = await ctx.store.listEntries(accountId, { page, perPage, q: q.q, order: q.order });
   return {
-    data: entries.map(entrySummary),
+    data: entries.map((e) => entrySummary(e, ctx.cache.pendingHits(e.id))),
     pagination: { page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) },
   };
 }
@@ -87,7 +87,7 @@ export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
       const account = requireAccount(request);
       const entry = await ctx.store.getEntry(account.id, parseEntryId(request.params.id));
       if (!entry) throw new ApiError('NOT_FOUND', `No entry ${request.params.id}`);
-      return entryDetail(entry);
+      return entryDetail(entry, ctx.cache.pendingHits(entry.id));
     },
   );
 

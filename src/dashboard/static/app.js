@@ -5,6 +5,7 @@
   const state = { csrf: null, account: null, tab: 'usage', granularity: 'hour', page: 1, perPage: 20, q: '', selected: null, charts: [] };
 
   const fmtInt = (n) => Number(n).toLocaleString('en-US');
+  const plural = (n, one, many) => `${fmtInt(n)} ${n === 1 ? one : many}`;
   const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
   const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
@@ -62,7 +63,7 @@
 
   function chart(el, series, data, opts = {}) {
     el.innerHTML = '';
-    if (data[0].length === 0) {
+    if (data[1].every((v) => v === 0)) {
       el.innerHTML = '<div class="empty">No requests yet in this period.<br>Checks and stores through the API appear here.</div>';
       return;
     }
@@ -72,7 +73,7 @@
         width,
         height: 220,
         series: [{}, ...series],
-        axes: [{ stroke: '#6b7385', grid: { stroke: '#eef0f6' } }, { stroke: '#6b7385', grid: { stroke: '#eef0f6' }, values: opts.values, size: 60 }],
+        axes: [{ stroke: '#6b7385', grid: { stroke: '#eef0f6' } }, { stroke: '#6b7385', grid: { stroke: '#eef0f6' }, values: opts.values, size: 72 }],
         scales: { x: { time: true }, y: opts.range ? { range: opts.range } : {} },
         legend: { show: true },
         cursor: { drag: { x: false, y: false } },
@@ -87,8 +88,8 @@
     const u = await api(`/usage?granularity=${state.granularity}`);
     const saved = u.performance.estimated_cost_savings;
     $('#stats').innerHTML = [
-      stat('Requests', fmtInt(u.total_requests), `${fmtInt(u.cache_misses)} misses`),
-      stat('Hit rate', `${u.hit_rate_percentage}%`, `${fmtInt(u.cache_hits)} hits`, u.hit_rate_percentage > 0),
+      stat('Requests', fmtInt(u.total_requests), plural(u.cache_misses, 'miss', 'misses')),
+      stat('Hit rate', `${u.hit_rate_percentage}%`, plural(u.cache_hits, 'hit', 'hits'), u.hit_rate_percentage > 0),
       stat('Exact hits', fmtInt(u.exact_hits), 'fast responses'),
       stat('Semantic hits', fmtInt(u.semantic_hits), 'smart responses'),
       stat('Avg lookup', `${u.average_lookup_time_ms} ms`, 'server side'),
@@ -96,7 +97,15 @@
     ].join('');
     for (const c of state.charts) c.destroy();
     state.charts = [];
-    const xs = u.series.map((p) => Date.parse(p.start) / 1000);
+    // A fixed window (the last 24 hours, or 14 days), periods without requests shown as zero.
+    const step = state.granularity === 'hour' ? 3600 : 86400;
+    const count = state.granularity === 'hour' ? 24 : 14;
+    const nowStart = Math.floor(Date.now() / 1000 / step) * step;
+    const byStart = new Map(u.series.map((p) => [Date.parse(p.start) / 1000, p]));
+    const xs = Array.from({ length: count }, (_, i) => nowStart - (count - 1 - i) * step);
+    const zero = { total_requests: 0, exact_hits: 0, semantic_hits: 0, hit_rate_percentage: 0, estimated_cost_savings_usd: 0 };
+    const series = xs.map((x) => byStart.get(x) ?? zero);
+    u.series = series;
     chart($('#chart-requests'), [
       { label: 'Requests', stroke: '#4f46e5', width: 2, fill: 'rgba(79,70,229,.08)' },
       { label: 'Exact hits', stroke: '#0f9f6e', width: 2 },

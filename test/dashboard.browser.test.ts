@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { tempDir } from './helpers.ts';
+import { api, ROOT, runCli, startServerProcess, type ServerProcess } from './process.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const skip = existsSync(CHROMIUM) ? false : process.env.CI === 'true' ? false : `install Debian's chromium (${CHROMIUM}) to run the browser tests`;
+const ARTIFACTS = path.join(ROOT, 'test-artifacts');
+
+describe('dashboard in a real browser', { skip }, () => {
+  const dir = tempDir('reprise-dash-');
+  const env = { REPRISE_DATA_DIR: dir, REPRISE_EMBEDDER: 'none' };
+  let server: ServerProcess;
+  let browser: Browser;
+  let page: Page;
+  let apiKey: string;
+
+  before(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const created = await runCli(['keys', 'create', '--account', 'acme', '--plan', 'pro', '--json'], env);
+    apiKey = (JSON.parse(created.stdout) as { key: string }).key;
+    const pw = await runCli(['accounts', 'set-password', 'acme', '--password-stdin'], env, 'correct horse battery\n');
+    assert.equal(pw.code, 0, pw.stderr);
+    server = await startServerProcess(env);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+    page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    page.on('dialog', (d) => void d.accept());
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const shot = (name: string) => page.screenshot({ path: path.join(ARTIFACTS, `dashboard-${name}.png`), fullPage: true });
+  const statValue = async (label: string) =>
+    page.locator('.stat', { has: page.locator('.label', { hasText: label }) }).locator('.value').innerText();
+
+  test('sign in, generate a key and use it, see usage change, revoke it, delete an entry', async () => {
+    await page.goto(`${server.url}/dashboard`);
+    await page.locator('#login-form').waitFor();
+    await shot('sign-in');
+    await page.fill('#login-account', 'acme');
+    await page.fill('#login-password', 'wrong password');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#login-error', { hasText: 'Wrong account name or password' }).waitFor();
+
+    await page.fill('#login-password', 'correct horse battery');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#tab-usage').waitFor();
+    assert.equal(await page.locator('#who-name').innerText(), 'acme');
+    assert.equal(await statValue('Requests'), '0');
+
+    // API Keys: generate, shown once, works against the API.
+    await page.click('button[data-tab=keys]');
+    await page.fill('#key-name', 'browser key');
+    await page.click('#generate-key');
+    await page.locator('#new-key').waitFor();
+    const secret = await page.locator('#new-key-value').innerText();
+    assert.match(secret, /^rp_live_[0-9A-Za-z]{40}$/);
+    await page.locator('#keys-table td', { hasText: 'browser key' }).waitFor();
+    await shot('keys');
+    const messages = [{ role: 'user', content: 'What does the dashboard show?' }];
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', secret, { messages })).json.cache_hit, false);
+    await api(server.url, 'POST', '/api/v1/store', secret, { messages, answer: 'Keys, usage and entries.', model: 'gpt-4o', tokens_used: 250 });
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', secret, { messages })).json.cache_type, 'exact');
+    await api(server.url, 'POST', '/api/v1/store', apiKey, { messages: [{ role: 'user', content: 'A second entry' }], answer: 'Second.' });
+
+    // Usage: the figures and the chart follow.
+    await page.click('button[data-tab=usage]');
+    await page.locator('.stat .value', { hasText: '50%' }).waitFor();
+    assert.equal(await statValue('Requests'), '2');
+    assert.equal(await statValue('Exact hits'), '1');
+    assert.ok(await page.locator('#chart-requests canvas').count());
+    await page.locator('#top-entries td', { hasText: 'What does the dashboard show?' }).waitFor();
+    await shot('usage');
+
+    // Revoke: the API refuses the key at once.
+    await page.click('button[data-tab=keys]');
+    await page.locator('#keys-table tr', { hasText: 'browser key' }).locator('button.revoke').click();
+    await page.locator('#keys-table tr', { hasText: 'browser key' }).locator('.status.revoked').waitFor();
+    const refused = await api(server.url, 'GET', '/api/v1/usage', secret);
+    assert.equal(refused.status, 401);
+
+    // Entries: view one and delete it; it stops matching.
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable', { hasText: 'What does the dashboard show?' }).click();
+    await page.locator('#entry .msg.answer', { hasText: 'Keys, usage and entries.' }).waitFor();
+    await shot('entries');
+    await page.click('#delete-entry');
+    await page.locator('#entries-table tr.clickable', { hasText: 'What does the dashboard show?' }).waitFor({ state: 'detached' });
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', apiKey, { messages })).json.cache_hit, false);
+
+    // Settings.
+    await page.click('button[data-tab=settings]');
+    await page.fill('#threshold', '0.9');
+    await page.fill('#ttl', '86400');
+    await page.click('#settings-form button[type=submit]');
+    await page.locator('#settings-saved').waitFor();
+    await shot('settings');
+
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+});
