@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { HybridIndex } from '../src/vector/hnsw.ts';
+import { seededRandom as rng } from '../src/util/random.ts';
 
 export interface ScaleResult {
   size: number;
@@ -12,18 +13,6 @@ export interface ScaleResult {
 }
 
 const DIMS = 512;
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function unit(v: Float32Array): Float32Array {
   let n = 0;

@@ -14,6 +14,7 @@ import { analyse, FEATURE_NAMES, pairFeatures } from '../src/cache/features.ts';
 import { dot } from '../src/cache/scorer.ts';
 import { createUseLiteEmbedder } from '../src/embedding/use-lite.ts';
 import { CachedEmbedder, defaultEvalDir, foldOf, loadPairs, pairFiles, type Pair } from '../eval/data.ts';
+import { seededRandom as rng } from '../src/util/random.ts';
 
 const { values } = parseArgs({
   options: {
@@ -34,18 +35,6 @@ const EPOCHS = Number(values.epochs);
 const HIDDEN = Number(values.hidden);
 const L2 = Number(values.l2);
 const LR = Number(values.lr);
-
-/** A small deterministic random generator (mulberry32), so training is reproducible. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const text = (x: string | string[]) => (Array.isArray(x) ? (x[x.length - 1] as string) : x);
 const pairs: Pair[] = pairFiles(dir)
