@@ -34,10 +34,14 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
   child.stderr?.on('data', (d: string) => (err += d));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);
+    let listening = false;
     child.stdout?.on('data', (d: string) => {
+      // Keep the start-up output (bootstrap key, listening line); drain the request logs after it.
+      if (listening) return;
       out += d;
       const m = /"url":"(http:\/\/[^"]+)"[^\n]*Reprise is listening/.exec(out);
       if (m) {
+        listening = true;
         clearTimeout(timer);
         resolve(m[1] as string);
       }
