@@ -12,6 +12,19 @@ export const BIN = fileURLToPath(new URL('../bin/reprise.js', import.meta.url));
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked by assertions, not types
 export type ResponseJson = any;
 
+/**
+ * The environment of a child process: this one's, without the settings that would point it at
+ * shared servers or other configuration (DATABASE_URL, REDIS_URL, REPRISE_*), plus `env`.
+ */
+export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k === 'DATABASE_URL' || k === 'REDIS_URL' || k.startsWith('REPRISE_') || k === 'PORT' || k === 'HOST') continue;
+    base[k] = v;
+  }
+  return { ...base, ...env };
+}
+
 export interface ServerProcess {
   child: ChildProcess;
   url: string;
@@ -24,7 +37,7 @@ export interface ServerProcess {
 export async function startServerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
   const child = spawn(process.execPath, [BIN, 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: childEnv({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -70,7 +83,7 @@ export async function runCli(
   env: Record<string, string>,
   input?: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin.end(input ?? '');
   let stdout = '';
   let stderr = '';
