@@ -145,6 +145,13 @@ function toApiError(err: FastifyError, request: FastifyRequest): ApiError {
     }
     return schemaErrorToApiError(err.validation as unknown as SchemaError[], request.body, route);
   }
+  if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' && request.routeOptions.config?.route === 'check') {
+    return new ApiError('INVALID_MESSAGES', 'messages must be a non-empty array of {role, content} objects', {
+      field: 'messages',
+      expected: 'a non-empty array of messages',
+      received: 'nothing',
+    });
+  }
   const known = err.code ? FASTIFY_CODES[err.code] : undefined;
   if (known) {
     if (known.code === 'PAYLOAD_TOO_LARGE') {

@@ -41,6 +41,19 @@ describe('POST /api/v1/check: invalid input', () => {
   test('INVALID_MESSAGES when there is no body at all', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/api/v1/check', headers: { authorization: `Bearer ${key}` } });
     assertError(res, 400, 'INVALID_MESSAGES', 'messages');
+    const empty = await t.app.inject({ method: 'POST', url: '/api/v1/check', payload: '', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
+    assertError(empty, 400, 'INVALID_MESSAGES', 'messages');
+  });
+
+  test('a body with __proto__ keys is refused, not merged', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/check',
+      payload: '{"__proto__":{"polluted":true},"messages":[{"role":"user","content":"a"}]}',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    });
+    assertError(res, 400, 'INVALID_INPUT', 'body');
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
   });
 
   const cases: [string, unknown, string][] = [
