@@ -190,6 +190,8 @@ export interface PostgresOptions {
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly pool: pg.Pool;
+  /** Connections whose commits do not wait for the WAL flush: for counters only. */
+  private readonly counters: pg.Pool;
   readonly schema: string;
 
   private constructor(url: string, opts: PostgresOptions) {
@@ -201,8 +203,15 @@ export class PostgresStore implements Store {
       connectionTimeoutMillis: 3000,
       options: `-c search_path=${this.schema}`,
     });
+    this.counters = new pg.Pool({
+      connectionString: url,
+      max: 2,
+      connectionTimeoutMillis: 3000,
+      options: `-c search_path=${this.schema} -c synchronous_commit=off`,
+    });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
+    this.counters.on('error', () => undefined);
   }
 
   static async open(url: string, opts: PostgresOptions = {}): Promise<PostgresStore> {
@@ -236,6 +245,19 @@ export class PostgresStore implements Store {
   private async q(sql: string, args: unknown[] = []): Promise<Row[]> {
     try {
       return (await this.pool.query(sql, args)).rows as Row[];
+    } catch (err) {
+      throw isConnectionError(err) ? new StoreUnavailableError(err) : err;
+    }
+  }
+
+  /**
+   * Counters (usage, hit counts) are committed without waiting for the WAL flush: losing the
+   * last few milliseconds of counts in a database crash is acceptable, a disk sync per request
+   * is not. Entries and keys are never written this way.
+   */
+  private async counterQuery(sql: string, args: unknown[]): Promise<void> {
+    try {
+      await this.counters.query(sql, args);
     } catch (err) {
       throw isConnectionError(err) ? new StoreUnavailableError(err) : err;
     }
@@ -362,10 +384,15 @@ export class PostgresStore implements Store {
   }
 
   async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
-    for (const [id, at] of lastUsed) {
-      await this.q('UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)', [id, at]);
-    }
+    if (lastUsed.size === 0) return;
+    const ids = [...lastUsed.keys()];
+    await this.counterQuery(
+      `UPDATE api_keys k SET last_used_at = u.at FROM unnest($1::text[], $2::text[]) AS u(id, at)
+        WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
+      [ids, ids.map((id) => lastUsed.get(id) ?? '')],
+    );
   }
+
 
   async putEntry(e: NewEntry): Promise<Entry> {
     return this.tx(async (c) => {
@@ -465,12 +492,13 @@ export class PostgresStore implements Store {
   async recordHits(hits: ReadonlyMap<number, { count: number; at: string }>): Promise<void> {
     if (hits.size === 0) return;
     const ids = [...hits.keys()];
-    await this.q(
+    await this.counterQuery(
       `UPDATE entries e SET usage_count = e.usage_count + h.n, last_hit_at = GREATEST(COALESCE(e.last_hit_at, ''), h.at)
          FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS h(id, n, at) WHERE e.id = h.id`,
       [ids, ids.map((id) => hits.get(id)?.count ?? 0), ids.map((id) => hits.get(id)?.at ?? '')],
     );
   }
+
 
   async deleteExpired(now: string, limit: number): Promise<DeletedEntry[]> {
     return this.tx(async (c) => {
@@ -536,7 +564,7 @@ export class PostgresStore implements Store {
 
   async addUsage(rows: readonly UsageRow[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.q(
+    await this.counterQuery(
       `INSERT INTO usage (account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores)
        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::float8[], $7::bigint[], $8::float8[], $9::bigint[])
        ON CONFLICT (account_id, bucket) DO UPDATE SET
@@ -557,6 +585,7 @@ export class PostgresStore implements Store {
       ],
     );
   }
+
 
   async getUsage(accountId: string, query: UsageQuery): Promise<UsageBucket[]> {
     const rows = await this.q('SELECT * FROM usage WHERE account_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket', [
@@ -590,6 +619,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.counters.end();
     await this.pool.end();
   }
 }
