@@ -1,12 +1,13 @@
 #!/usr/bin/env node
-// Runs the compiled CLI when `npm run build` has been run, the TypeScript sources otherwise.
+// Runs the TypeScript sources (through tsx) in a checkout, or the compiled files of
+// `npm run build` where the sources are not shipped.
 import { existsSync } from 'node:fs';
 
-const compiled = new URL('../dist/src/main.js', import.meta.url);
-if (existsSync(compiled)) {
-  await import(compiled.href);
-} else {
+const source = new URL('../src/main.ts', import.meta.url);
+if (existsSync(source)) {
   const { register } = await import('tsx/esm/api');
   register();
-  await import(new URL('../src/main.ts', import.meta.url).href);
+  await import(source.href);
+} else {
+  await import(new URL('../dist/src/main.js', import.meta.url).href);
 }

@@ -233,6 +233,7 @@ export class SqliteStore implements Store {
   private readonly keyCache = new Lru<string, { key: ApiKey; account: Account }>(10_000);
   private readonly entryCache = new Lru<string, EntryHead>(50_000);
   private seenVersion = -1;
+  private lastVersionCheck = -Infinity;
 
   constructor(file: string, opts: SqliteOptions = {}) {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
@@ -284,8 +285,15 @@ export class SqliteStore implements Store {
     };
   }
 
-  /** Empties the read caches if another connection has committed since the last look. */
+  /**
+   * Empties the read caches if another connection has committed since the last look. SQLite is
+   * asked at most every 2 ms, so a change made by another process (a key revoked with the CLI)
+   * is seen within 2 ms.
+   */
   private checkExternalWrites(): void {
+    const now = performance.now();
+    if (now - this.lastVersionCheck < 2) return;
+    this.lastVersionCheck = now;
     const v = this.stmts.dataVersion.get() as number;
     if (v !== this.seenVersion) {
       this.seenVersion = v;
