@@ -213,8 +213,8 @@ export class CacheService {
   }
 
   private hit(account: Account, entry: EntryHead, type: CacheType, score: number | null, t0: number): Hit {
-    const uses = this.deps.usage.hit(entry.id);
     const lookupTimeMs = round3(performance.now() - t0);
+    const uses = this.deps.usage.hit(entry.id, lookupTimeMs);
     this.deps.usage.count(account.id, {
       requests: 1,
       exactHits: type === 'exact' ? 1 : 0,

@@ -1,5 +1,5 @@
 import { hourBucket } from '../store/ids.ts';
-import type { Store, UsageBucket, UsageDelta, UsageRow } from '../store/interface.ts';
+import type { HitDelta, Store, UsageBucket, UsageDelta, UsageRow } from '../store/interface.ts';
 
 export const emptyDelta = (): UsageDelta => ({
   requests: 0,
@@ -28,7 +28,7 @@ export function addDelta(into: UsageDelta, d: Partial<UsageDelta>): void {
  */
 export class UsageRecorder {
   private usage = new Map<string, UsageRow>();
-  private hits = new Map<number, { count: number; at: string }>();
+  private hits = new Map<number, HitDelta>();
   private lastUsed = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
@@ -69,15 +69,16 @@ export class UsageRecorder {
     addDelta(row, d);
   }
 
-  hit(entryId: number): number {
+  hit(entryId: number, lookupMs: number): number {
     const at = new Date(this.now()).toISOString();
     const h = this.hits.get(entryId);
     if (h) {
       h.count++;
       h.at = at;
+      h.lookupMs += lookupMs;
       return h.count;
     }
-    this.hits.set(entryId, { count: 1, at });
+    this.hits.set(entryId, { count: 1, at, lookupMs });
     return 1;
   }
 
@@ -149,9 +150,12 @@ export class UsageRecorder {
     }
   }
 
-  private mergeHit(id: number, h: { count: number; at: string }): void {
+  private mergeHit(id: number, h: HitDelta): void {
     const cur = this.hits.get(id);
-    if (cur) cur.count += h.count;
+    if (cur) {
+      cur.count += h.count;
+      cur.lookupMs += h.lookupMs;
+    }
     else this.hits.set(id, h);
   }
 

@@ -76,7 +76,7 @@ export function storeConformance(name: string, open: () => Promise<{ store: Stor
       const e1 = await store.putEntry(entry(a.id, { exactHash: 'same' }));
       assert.ok(e1.id > 0);
       assert.deepEqual(Array.from(e1.vector ?? []).map((x) => Math.round(x * 10) / 10), [0.6, 0.8]);
-      await store.recordHits(new Map([[e1.id, { count: 2, at: '2030-01-01T00:00:00.000Z' }]]));
+      await store.recordHits(new Map([[e1.id, { count: 2, at: '2030-01-01T00:00:00.000Z', lookupMs: 3 }]]));
       assert.equal((await store.getEntry(a.id, e1.id))?.usageCount, 2);
       const e2 = await store.putEntry(entry(a.id, { exactHash: 'same', answer: 'new' }));
       assert.equal(e2.id, e1.id);
@@ -106,6 +106,13 @@ export function storeConformance(name: string, open: () => Promise<{ store: Stor
       assert.equal(p1.entries.length, 2);
       const p3 = await store.listEntries(a.id, { page: 3, perPage: 2 });
       assert.equal(p3.entries.length, 1);
+      const all = (await store.listEntries(a.id, { page: 1, perPage: 10 })).entries;
+      await store.recordHits(new Map([[all[2]?.id ?? 0, { count: 2, at: '2030-01-01T00:00:00.000Z', lookupMs: 40 }], [all[1]?.id ?? 0, { count: 5, at: '2030-01-01T00:00:00.000Z', lookupMs: 5 }]]));
+      const slowest = await store.listEntries(a.id, { page: 1, perPage: 2, order: 'slowest' });
+      assert.deepEqual(slowest.entries.map((e) => e.id), [all[2]?.id, all[1]?.id]);
+      assert.equal(slowest.entries[0]?.lookupMsTotal, 40);
+      const hits = await store.listEntries(a.id, { page: 1, perPage: 1, order: 'hits' });
+      assert.equal(hits.entries[0]?.id, all[1]?.id);
       const found = await store.listEntries(a.id, { page: 1, perPage: 10, q: '100%' });
       assert.deepEqual(found.entries.map((e) => e.queryText), ['special 100%']);
     });

@@ -48,6 +48,8 @@ export interface NewEntry {
 export interface Entry extends NewEntry {
   id: number;
   usageCount: number;
+  /** Sum of the lookup times of this entry's hits, in ms (its mean is how slow it is to serve). */
+  lookupMsTotal: number;
   lastHitAt: string | null;
 }
 
@@ -69,6 +71,9 @@ export interface DeletedEntry {
   accountId: string;
   contextHash: string;
 }
+
+/** `recent` first, most `hits` first, or `slowest` (highest mean lookup time of its hits) first. */
+export type EntryOrder = 'recent' | 'hits' | 'slowest';
 
 export interface EntryPage {
   entries: Entry[];
@@ -109,6 +114,13 @@ export interface Session {
   expiresAt: string;
 }
 
+/** Hits of one entry since the last write. */
+export interface HitDelta {
+  count: number;
+  at: string;
+  lookupMs: number;
+}
+
 /** Durable state: accounts, keys, entries, usage. Implementations: SQLite, PostgreSQL. */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
@@ -138,10 +150,10 @@ export interface Store {
   getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null>;
   getEntry(accountId: string, id: number): Promise<Entry | null>;
   getEntries(ids: readonly number[]): Promise<Entry[]>;
-  listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: 'recent' | 'hits' }): Promise<EntryPage>;
+  listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: EntryOrder }): Promise<EntryPage>;
   deleteEntry(accountId: string, id: number): Promise<boolean>;
   /** Adds hits to entries: usage_count += n, last_hit_at = at. */
-  recordHits(hits: ReadonlyMap<number, { count: number; at: string }>): Promise<void>;
+  recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void>;
   /** Deletes up to `limit` entries whose expires_at is at or before `now`; returns what was deleted. */
   deleteExpired(now: string, limit: number): Promise<DeletedEntry[]>;
   /** Every vector, in id order, for rebuilding an index. */

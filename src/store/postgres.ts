@@ -7,7 +7,9 @@ import type {
   DeletedEntry,
   Entry,
   EntryHead,
+  EntryOrder,
   EntryPage,
+  HitDelta,
   NewEntry,
   Session,
   Store,
@@ -105,6 +107,7 @@ const MIGRATIONS: readonly string[] = [
      expires_at TEXT NOT NULL
    );
    CREATE INDEX sessions_expiry ON sessions(expires_at);`,
+  `ALTER TABLE entries ADD COLUMN lookup_ms_total DOUBLE PRECISION NOT NULL DEFAULT 0;`,
 ];
 
 /** The channel on which entry changes are announced (payload: the change sequence). */
@@ -163,6 +166,7 @@ const toEntry = (r: Row): Entry => ({
   expiresAt: strOrNull(r.expires_at),
   lastHitAt: strOrNull(r.last_hit_at),
   usageCount: num(r.usage_count),
+  lookupMsTotal: num(r.lookup_ms_total ?? 0),
 });
 
 const toUsage = (r: Row): UsageBucket => ({
@@ -443,7 +447,7 @@ export class PostgresStore implements Store {
   }
 
   async getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null> {
-    const rows = await this.q('SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count FROM entries WHERE account_id = $1 AND exact_hash = $2', [accountId, exactHash]);
+    const rows = await this.q('SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count, lookup_ms_total FROM entries WHERE account_id = $1 AND exact_hash = $2', [accountId, exactHash]);
     const r = rows[0];
     if (!r) return null;
     const { messages: _m, vector: _v, prefixVector: _p, queryText: _q, prefixText: _t, ...head } = toEntry({ ...r, messages: '[]', query_text: '', prefix_text: '' });
@@ -462,7 +466,7 @@ export class PostgresStore implements Store {
 
   async listEntries(
     accountId: string,
-    opts: { page: number; perPage: number; q?: string; order?: 'recent' | 'hits' },
+    opts: { page: number; perPage: number; q?: string; order?: EntryOrder },
   ): Promise<EntryPage> {
     const args: unknown[] = [accountId];
     let where = 'account_id = $1';
@@ -470,7 +474,11 @@ export class PostgresStore implements Store {
       args.push(`%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
       where += ` AND (query_text ILIKE $2 OR answer ILIKE $2 OR model ILIKE $2)`;
     }
-    const order = opts.order === 'hits' ? 'usage_count DESC, id DESC' : 'id DESC';
+    const order = {
+      recent: 'id DESC',
+      hits: 'usage_count DESC, id DESC',
+      slowest: 'CASE WHEN usage_count > 0 THEN lookup_ms_total / usage_count ELSE -1 END DESC, id DESC',
+    }[opts.order ?? 'recent'];
     const total = num((await this.q(`SELECT COUNT(*) AS n FROM entries WHERE ${where}`, args))[0]?.n);
     const rows = await this.q(
       `SELECT * FROM entries WHERE ${where} ORDER BY ${order} LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,
@@ -489,13 +497,14 @@ export class PostgresStore implements Store {
     });
   }
 
-  async recordHits(hits: ReadonlyMap<number, { count: number; at: string }>): Promise<void> {
+  async recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void> {
     if (hits.size === 0) return;
     const ids = [...hits.keys()];
     await this.counterQuery(
-      `UPDATE entries e SET usage_count = e.usage_count + h.n, last_hit_at = GREATEST(COALESCE(e.last_hit_at, ''), h.at)
-         FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS h(id, n, at) WHERE e.id = h.id`,
-      [ids, ids.map((id) => hits.get(id)?.count ?? 0), ids.map((id) => hits.get(id)?.at ?? '')],
+      `UPDATE entries e SET usage_count = e.usage_count + h.n, last_hit_at = GREATEST(COALESCE(e.last_hit_at, ''), h.at),
+              lookup_ms_total = e.lookup_ms_total + h.ms
+         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::float8[]) AS h(id, n, at, ms) WHERE e.id = h.id`,
+      [ids, ids.map((id) => hits.get(id)?.count ?? 0), ids.map((id) => hits.get(id)?.at ?? ''), ids.map((id) => hits.get(id)?.lookupMs ?? 0)],
     );
   }
 

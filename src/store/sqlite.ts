@@ -10,7 +10,9 @@ import type {
   DeletedEntry,
   Entry,
   EntryHead,
+  EntryOrder,
   EntryPage,
+  HitDelta,
   NewEntry,
   Session,
   Store,
@@ -84,6 +86,7 @@ const MIGRATIONS: readonly string[] = [
      expires_at TEXT NOT NULL
    );
    CREATE INDEX sessions_expiry ON sessions(expires_at);`,
+  `ALTER TABLE entries ADD COLUMN lookup_ms_total REAL NOT NULL DEFAULT 0;`,
 ];
 
 interface AccountRow {
@@ -124,6 +127,7 @@ interface EntryRow {
   expires_at: string | null;
   last_hit_at: string | null;
   usage_count: number;
+  lookup_ms_total: number;
 }
 
 interface UsageDbRow {
@@ -170,6 +174,7 @@ const toHead = (r: EntryRow): EntryHead => ({
   expiresAt: r.expires_at,
   lastHitAt: r.last_hit_at,
   usageCount: r.usage_count,
+  lookupMsTotal: r.lookup_ms_total,
 });
 
 export const toEntry = (r: EntryRow): Entry => ({
@@ -191,6 +196,7 @@ export const toEntry = (r: EntryRow): Entry => ({
   expiresAt: r.expires_at,
   lastHitAt: r.last_hit_at,
   usageCount: r.usage_count,
+  lookupMsTotal: r.lookup_ms_total,
 });
 
 const toUsage = (r: UsageDbRow): UsageBucket => ({
@@ -203,6 +209,12 @@ const toUsage = (r: UsageDbRow): UsageBucket => ({
   costSaved: r.cost_saved,
   stores: r.stores,
 });
+
+export const ORDER_SQL: Record<EntryOrder, string> = {
+  recent: 'id DESC',
+  hits: 'usage_count DESC, id DESC',
+  slowest: 'CASE WHEN usage_count > 0 THEN lookup_ms_total / usage_count ELSE -1 END DESC, id DESC',
+};
 
 interface PendingPut {
   entry: NewEntry;
@@ -268,11 +280,11 @@ export class SqliteStore implements Store {
          RETURNING *`,
       ),
       entryByHash: db.prepare<[string, string], EntryRow>(
-        'SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count FROM entries WHERE account_id = ? AND exact_hash = ?',
+        'SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count, lookup_ms_total FROM entries WHERE account_id = ? AND exact_hash = ?',
       ),
       entryById: db.prepare<[string, number], EntryRow>('SELECT * FROM entries WHERE account_id = ? AND id = ?'),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
-      hit: db.prepare('UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ? WHERE id = ?'),
+      hit: db.prepare('UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ?, lookup_ms_total = lookup_ms_total + ? WHERE id = ?'),
       addUsage: db.prepare(
         `INSERT INTO usage (account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -488,7 +500,7 @@ export class SqliteStore implements Store {
 
   async listEntries(
     accountId: string,
-    opts: { page: number; perPage: number; q?: string; order?: 'recent' | 'hits' },
+    opts: { page: number; perPage: number; q?: string; order?: EntryOrder },
   ): Promise<EntryPage> {
     const where = ['account_id = ?'];
     const args: unknown[] = [accountId];
@@ -497,7 +509,7 @@ export class SqliteStore implements Store {
       const like = `%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       args.push(like, like, like);
     }
-    const order = opts.order === 'hits' ? 'usage_count DESC, id DESC' : 'id DESC';
+    const order = ORDER_SQL[opts.order ?? 'recent'];
     const sqlWhere = where.join(' AND ');
     const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM entries WHERE ${sqlWhere}`).get(...args) as { n: number }).n;
     const rows = this.db
@@ -511,10 +523,10 @@ export class SqliteStore implements Store {
     return this.db.prepare('DELETE FROM entries WHERE account_id = ? AND id = ?').run(accountId, id).changes > 0;
   }
 
-  async recordHits(hits: ReadonlyMap<number, { count: number; at: string }>): Promise<void> {
+  async recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void> {
     this.entryCache.clear();
     this.db.transaction(() => {
-      for (const [id, h] of hits) this.stmts.hit.run(h.count, h.at, id);
+      for (const [id, h] of hits) this.stmts.hit.run(h.count, h.at, h.lookupMs, id);
     })();
   }
 

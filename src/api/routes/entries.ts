@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Entry } from '../../store/interface.ts';
+import type { Entry, EntryOrder } from '../../store/interface.ts';
 import type { AppContext } from '../context.ts';
 import { ApiError, invalid } from '../errors.ts';
 import { errorResponseSchema } from '../schemas.ts';
@@ -9,7 +9,7 @@ export interface EntryListQuery {
   page?: string;
   per_page?: string;
   q?: string;
-  order?: 'recent' | 'hits';
+  order?: EntryOrder;
 }
 
 export const entryListQuerySchema = {
@@ -18,7 +18,7 @@ export const entryListQuerySchema = {
     page: { type: 'string', description: 'Page number, from 1 (default 1).' },
     per_page: { type: 'string', description: 'Entries per page, 1 to 100 (default 20).' },
     q: { type: 'string', maxLength: 200, description: 'Text searched in the question, answer and model.' },
-    order: { type: 'string', enum: ['recent', 'hits'], default: 'recent' },
+    order: { type: 'string', enum: ['recent', 'hits', 'slowest'], default: 'recent', description: 'recent, most hits, or slowest mean lookup first' },
   },
 } as const;
 
@@ -30,6 +30,7 @@ export function entrySummary(e: Entry, pendingHits = 0) {
     model: e.model,
     tokens: e.tokens,
     usage_count: e.usageCount + pendingHits,
+    average_lookup_ms: e.usageCount > 0 ? Math.round((e.lookupMsTotal / e.usageCount) * 1000) / 1000 : null,
     created_at: e.createdAt,
     last_hit_at: e.lastHitAt,
     expires_at: e.expiresAt,

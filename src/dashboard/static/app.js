@@ -122,6 +122,10 @@
     $('#top-entries tbody').innerHTML = top.data.length
       ? top.data.map((e) => `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`).join('')
       : '<tr><td colspan="3" class="muted">Nothing cached yet.</td></tr>';
+    const slow = (await api('/entries?order=slowest&per_page=5')).data.filter((e) => e.average_lookup_ms !== null);
+    $('#slow-entries tbody').innerHTML = slow.length
+      ? slow.map((e) => `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`).join('')
+      : '<tr><td colspan="3" class="muted">No hits served yet.</td></tr>';
   }
 
   // ---- Keys ----
