@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { EntryOrder } from './interface.ts';
 
 const ALPHABET = 'abcdefghijkmnopqrstuvwxyz23456789';
 
@@ -25,3 +26,10 @@ export function bufferToVector(b: Uint8Array): Float32Array {
 export function hourBucket(ms: number): string {
   return new Date(Math.floor(ms / 3_600_000) * 3_600_000).toISOString();
 }
+
+/** ORDER BY of each entry ordering; the same SQL in SQLite and PostgreSQL. */
+export const ORDER_SQL: Record<EntryOrder, string> = {
+  recent: 'id DESC',
+  hits: 'usage_count DESC, id DESC',
+  slowest: 'CASE WHEN usage_count > 0 THEN lookup_ms_total / usage_count ELSE -1 END DESC, id DESC',
+};

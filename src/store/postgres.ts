@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Message } from '../cache/canonical.ts';
-import { bufferToVector, newId, vectorToBuffer } from './ids.ts';
+import { bufferToVector, newId, ORDER_SQL, vectorToBuffer } from './ids.ts';
 import type {
   Account,
   ApiKey,
@@ -474,11 +474,7 @@ export class PostgresStore implements Store {
       args.push(`%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
       where += ` AND (query_text ILIKE $2 OR answer ILIKE $2 OR model ILIKE $2)`;
     }
-    const order = {
-      recent: 'id DESC',
-      hits: 'usage_count DESC, id DESC',
-      slowest: 'CASE WHEN usage_count > 0 THEN lookup_ms_total / usage_count ELSE -1 END DESC, id DESC',
-    }[opts.order ?? 'recent'];
+    const order = ORDER_SQL[opts.order ?? 'recent'];
     const total = num((await this.q(`SELECT COUNT(*) AS n FROM entries WHERE ${where}`, args))[0]?.n);
     const rows = await this.q(
       `SELECT * FROM entries WHERE ${where} ORDER BY ${order} LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,

@@ -3,14 +3,13 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
 import { Lru } from '../util/lru.ts';
-import { bufferToVector, newId, vectorToBuffer } from './ids.ts';
+import { bufferToVector, newId, ORDER_SQL, vectorToBuffer } from './ids.ts';
 import type {
   Account,
   ApiKey,
   DeletedEntry,
   Entry,
   EntryHead,
-  EntryOrder,
   EntryPage,
   HitDelta,
   NewEntry,
@@ -209,12 +208,6 @@ const toUsage = (r: UsageDbRow): UsageBucket => ({
   costSaved: r.cost_saved,
   stores: r.stores,
 });
-
-export const ORDER_SQL: Record<EntryOrder, string> = {
-  recent: 'id DESC',
-  hits: 'usage_count DESC, id DESC',
-  slowest: 'CASE WHEN usage_count > 0 THEN lookup_ms_total / usage_count ELSE -1 END DESC, id DESC',
-};
 
 interface PendingPut {
   entry: NewEntry;
