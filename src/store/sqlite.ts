@@ -10,6 +10,7 @@ import type {
   DeletedEntry,
   Entry,
   EntryHead,
+  EntryOrder,
   EntryPage,
   HitDelta,
   NewEntry,
