@@ -46,7 +46,9 @@ export async function replayPrompts(base: string, key: string, evalDir: string, 
         if (conv[i]?.role !== 'user') continue;
         const messages = conv.slice(0, i + 1).map((m) => ({ role: m.role, content: m.content.slice(0, 50_000) }));
         const t = performance.now();
-        const res = (await (await fetch(`${base}/api/v1/check`, { method: 'POST', headers, body: JSON.stringify({ messages }) })).json()) as {
+        const res = (await (
+          await fetch(`${base}/api/v1/check`, { method: 'POST', headers, body: JSON.stringify({ messages }) })
+        ).json()) as {
           cache_hit?: boolean;
           cache_type?: string;
         };
@@ -57,7 +59,11 @@ export async function replayPrompts(base: string, key: string, evalDir: string, 
           else semanticHits++;
         } else {
           const reply = conv[i + 1]?.role === 'assistant' ? (conv[i + 1] as Message).content : '(reply)';
-          await fetch(`${base}/api/v1/store`, { method: 'POST', headers, body: JSON.stringify({ messages, answer: reply.slice(0, 100_000) || '(reply)' }) });
+          await fetch(`${base}/api/v1/store`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ messages, answer: reply.slice(0, 100_000) || '(reply)' }),
+          });
         }
       }
     }

@@ -88,7 +88,11 @@ try {
     body: JSON.stringify({ messages: exactMessages, answer: 'Canberra is the capital of Australia.', model: 'gpt-4o', tokens_used: 12 }),
   });
   const hitBody = await (
-    await fetch(`${base}/api/v1/check`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ messages: exactMessages }) })
+    await fetch(`${base}/api/v1/check`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: exactMessages }),
+    })
   ).text();
   const baseline = await startBaseline(hitBody.length);
   const checkBody = JSON.stringify({ messages: exactMessages });
@@ -100,16 +104,29 @@ try {
   baseline.stop();
   const serverSide: number[] = [];
   for (let i = 0; i < 300; i++) {
-    const r = (await (await fetch(`${base}/api/v1/check`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: checkBody })).json()) as { lookup_time_ms: number };
+    const r = (await (
+      await fetch(`${base}/api/v1/check`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: checkBody })
+    ).json()) as { lookup_time_ms: number };
     serverSide.push(r.lookup_time_ms);
   }
   serverSide.sort((a, b) => a - b);
   const serverP99 = serverSide[Math.floor(serverSide.length * 0.99)] as number;
   console.log('\nfigure | value | baseline | ratio');
-  row('exact-hit check, req/s (c=16)', fmt(exact.requestsPerSecond, 0), fmt(bare.requestsPerSecond, 0), fmt(exact.requestsPerSecond / bare.requestsPerSecond));
+  row(
+    'exact-hit check, req/s (c=16)',
+    fmt(exact.requestsPerSecond, 0),
+    fmt(bare.requestsPerSecond, 0),
+    fmt(exact.requestsPerSecond / bare.requestsPerSecond),
+  );
   row('exact-hit check, p50 / p99 ms', `${exact.p50} / ${exact.p99}`, `${bare.p50} / ${bare.p99}`, '');
   row('exact lookup, server-side p50 / p99 ms', `${serverSide[150]} / ${serverP99}`, '', '');
-  summary.exact = { exact, bare, ratio: exact.requestsPerSecond / bare.requestsPerSecond, serverSideP50: serverSide[150], serverSideP99: serverP99 };
+  summary.exact = {
+    exact,
+    bare,
+    ratio: exact.requestsPerSecond / bare.requestsPerSecond,
+    serverSideP50: serverSide[150],
+    serverSideP99: serverP99,
+  };
 
   // 2. Durable stores.
   const stores = await load({
@@ -117,7 +134,12 @@ try {
     headers: auth,
     connections: 16,
     duration: seconds,
-    body: (i) => JSON.stringify({ messages: [user(`store benchmark question ${i} ${Math.random()}`)], answer: 'An answer of moderate length for the benchmark.', model: 'gpt-4o' }),
+    body: (i) =>
+      JSON.stringify({
+        messages: [user(`store benchmark question ${i} ${Math.random()}`)],
+        answer: 'An answer of moderate length for the benchmark.',
+        model: 'gpt-4o',
+      }),
   });
   row('store (durable, embedded), req/s (c=16)', fmt(stores.requestsPerSecond, 0), '', '');
   summary.store = stores;
@@ -130,7 +152,11 @@ try {
     .filter((p) => p.label === 1);
   await Promise.all(
     mock.map((p) =>
-      fetch(`${base}/api/v1/store`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ messages: [user(p.a)], answer: 'cached', model: 'gpt-4o' }) }),
+      fetch(`${base}/api/v1/store`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ messages: [user(p.a)], answer: 'cached', model: 'gpt-4o' }),
+      }),
     ),
   );
   const semantic: Record<string, unknown> = {};
@@ -141,7 +167,8 @@ try {
       headers: auth,
       connections: c,
       duration: seconds,
-      body: () => JSON.stringify({ messages: [user(`An unseen question number ${n++} about topic ${Math.random()}`)], cache_types: ['semantic'] }),
+      body: () =>
+        JSON.stringify({ messages: [user(`An unseen question number ${n++} about topic ${Math.random()}`)], cache_types: ['semantic'] }),
     });
     const hit = await load({
       url: `${base}/api/v1/check`,

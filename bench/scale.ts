@@ -43,7 +43,9 @@ function dot(a: Float32Array, b: Float32Array): number {
 /** Builds an index of `size` generated vectors; measures search, recall@1 on near-duplicates, memory. */
 export async function indexScale(size: number, queries = size >= 1_000_000 ? 50 : 100): Promise<ScaleResult> {
   const r = rng(12345);
-  const centres = Array.from({ length: Math.max(1, Math.floor(size / 50)) }, () => unit(Float32Array.from({ length: DIMS }, () => r() - 0.5)));
+  const centres = Array.from({ length: Math.max(1, Math.floor(size / 50)) }, () =>
+    unit(Float32Array.from({ length: DIMS }, () => r() - 0.5)),
+  );
   global.gc?.();
   const rssBefore = process.memoryUsage().rss;
   const index = new HybridIndex(DIMS, { crossover: 2000 });

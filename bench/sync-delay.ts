@@ -32,7 +32,11 @@ for (let i = 0; i < rounds; i++) {
   await a.ctx.cache.store(account, { messages: [{ role: 'user', content: q }], answer: `a${i}`, model: 'm' });
   const t0 = performance.now();
   for (;;) {
-    const r = await b.ctx.cache.check(account, { messages: [{ role: 'user', content: q }], cacheTypes: ['semantic'], similarityThreshold: 0.5 });
+    const r = await b.ctx.cache.check(account, {
+      messages: [{ role: 'user', content: q }],
+      cacheTypes: ['semantic'],
+      similarityThreshold: 0.5,
+    });
     if (r.cacheHit) break;
     await new Promise((r) => setImmediate(r));
   }

@@ -40,7 +40,9 @@ export function loadPairs(file: string, limit?: number): Pair[] {
 
 /** Splits rows into folds by a hash of their text, so a split is the same on every run. */
 export function foldOf(p: Pair, folds: number): number {
-  const h = createHash('sha256').update(JSON.stringify([p.a, p.b])).digest();
+  const h = createHash('sha256')
+    .update(JSON.stringify([p.a, p.b]))
+    .digest();
   return (h.readUInt32BE(0) >>> 0) % folds;
 }
 

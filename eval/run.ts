@@ -63,7 +63,11 @@ interface Outcome {
   label: 0 | 1;
 }
 
-async function withService<T>(scorer: HitScorer, embedder: CachedEmbedder, fn: (cache: CacheService, account: (name: string) => Promise<Account>) => Promise<T>): Promise<T> {
+async function withService<T>(
+  scorer: HitScorer,
+  embedder: CachedEmbedder,
+  fn: (cache: CacheService, account: (name: string) => Promise<Account>) => Promise<T>,
+): Promise<T> {
   const dir = mkdtempSync(path.join(tmpdir(), 'reprise-eval-'));
   const config = loadConfig({ REPRISE_DATA_DIR: dir, REPRISE_SQLITE_SYNCHRONOUS: 'NORMAL', REPRISE_EMBEDDER: 'none' });
   const runtime = await createRuntime(config, { embedder, scorer });
@@ -98,7 +102,14 @@ async function pairsMode(pairs: Pair[], scorer: HitScorer, embedder: CachedEmbed
 function groups(pairs: Pair[]): (side: string | string[]) => string {
   const parent = new Map<string, string>();
   const norm = (side: string | string[]) =>
-    (Array.isArray(side) ? side : [side]).map((t) => t.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim()).join('\u0000');
+    (Array.isArray(side) ? side : [side])
+      .map((t) =>
+        t
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N}]+/gu, ' ')
+          .trim(),
+      )
+      .join('\u0000');
   const find = (x: string): string => {
     let root = x;
     while (parent.has(root) && parent.get(root) !== root) root = parent.get(root) as string;
@@ -196,7 +207,8 @@ for (const file of files()) {
   const pairs = loadPairs(file, limit);
   // Embed every text once up front, in batches (the cache keeps them for later runs too).
   const texts = new Set<string>();
-  for (const p of pairs) for (const side of [p.a, p.b]) for (const t of Array.isArray(side) ? [side.join('\n'), ...side] : [side]) texts.add(t);
+  for (const p of pairs)
+    for (const side of [p.a, p.b]) for (const t of Array.isArray(side) ? [side.join('\n'), ...side] : [side]) texts.add(t);
   await embedder.embed([...texts]);
   embedder.save();
   for (const mode of modes) {
@@ -222,7 +234,9 @@ for (const file of files()) {
             `${r.threshold.toFixed(2).padEnd(10)} ${r.precision.toFixed(3).padEnd(10)} ${r.recall.toFixed(3).padEnd(7)} ${r.f1.toFixed(3).padEnd(6)} ${r.false_hit_rate.toFixed(3).padEnd(10)} ${String(r.correct).padEnd(8)} ${String(r.wrong).padEnd(6)} ${r.miss}`,
           );
         }
-        console.log(`precision ≥ 0.95 from threshold ${result.threshold_precision_0_95 ?? 'never'}; ≥ 0.99 from ${result.threshold_precision_0_99 ?? 'never'}`);
+        console.log(
+          `precision ≥ 0.95 from threshold ${result.threshold_precision_0_95 ?? 'never'}; ≥ 0.99 from ${result.threshold_precision_0_99 ?? 'never'}`,
+        );
       }
     }
   }

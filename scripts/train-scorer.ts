@@ -63,7 +63,15 @@ const rows: Row[] = pairs.map((p) => {
   const u = vec.get(text(p.a)) as Float32Array;
   const v = vec.get(text(p.b)) as Float32Array;
   const cosine = dot(u, v);
-  return { hand: pairFeatures(analyse(text(p.a)), analyse(text(p.b)), cosine), u, v, cosine, y: p.label, fold: foldOf(p, 3), source: p.source };
+  return {
+    hand: pairFeatures(analyse(text(p.a)), analyse(text(p.b)), cosine),
+    u,
+    v,
+    cosine,
+    y: p.label,
+    fold: foldOf(p, 3),
+    source: p.source,
+  };
 });
 
 function standardise(train: Row[]): { mean: number[]; std: number[] } {
@@ -116,7 +124,8 @@ function train(trainRows: Row[], seed: number): HitModel {
           const gi = (g[i] as number) / idx.length + (isWeight ? L2 * (p[i] as number) : 0);
           mp[i] = 0.9 * (mp[i] as number) + 0.1 * gi;
           sp[i] = 0.999 * (sp[i] as number) + 0.001 * gi * gi;
-          p[i] = (p[i] as number) - (LR * ((mp[i] as number) / (1 - 0.9 ** step))) / (Math.sqrt((sp[i] as number) / (1 - 0.999 ** step)) + 1e-8);
+          p[i] =
+            (p[i] as number) - (LR * ((mp[i] as number) / (1 - 0.9 ** step))) / (Math.sqrt((sp[i] as number) / (1 - 0.999 ** step)) + 1e-8);
         }
       });
     }
@@ -124,7 +133,12 @@ function train(trainRows: Row[], seed: number): HitModel {
   const round = (x: number) => Math.round(x * 1e5) / 1e5;
   const layers: HitModel['layers'] = [];
   for (let l = 0; l + 1 < sizes.length; l++) {
-    layers.push({ in: sizes[l] as number, out: sizes[l + 1] as number, w: Array.from(params[2 * l] as Float64Array, round), b: Array.from(params[2 * l + 1] as Float64Array, round) });
+    layers.push({
+      in: sizes[l] as number,
+      out: sizes[l + 1] as number,
+      w: Array.from(params[2 * l] as Float64Array, round),
+      b: Array.from(params[2 * l + 1] as Float64Array, round),
+    });
   }
   return { ...shell, mean: mean.map(round), std: std.map(round), layers };
 }
@@ -189,13 +203,22 @@ function report(name: string, scored: { score: number; y: number }[]): void {
 const seed = Number(values.seed);
 const heldOut: { score: number; cos: number; y: number; source: string }[] = [];
 for (let fold = 0; fold < 3; fold++) {
-  const model = train(rows.filter((r) => r.fold !== fold), seed + fold);
+  const model = train(
+    rows.filter((r) => r.fold !== fold),
+    seed + fold,
+  );
   for (const r of rows.filter((r) => r.fold === fold)) heldOut.push({ score: predict(model, r), cos: r.cosine, y: r.y, source: r.source });
 }
 for (const source of [...new Set(heldOut.map((r) => r.source))]) {
   const sub = heldOut.filter((r) => r.source === source);
-  report(`${source} cosine (held-out)`, sub.map((r) => ({ score: r.cos, y: r.y })));
-  report(`${source} model (held-out)`, sub.map((r) => ({ score: r.score, y: r.y })));
+  report(
+    `${source} cosine (held-out)`,
+    sub.map((r) => ({ score: r.cos, y: r.y })),
+  );
+  report(
+    `${source} model (held-out)`,
+    sub.map((r) => ({ score: r.score, y: r.y })),
+  );
 }
 if (!values['no-write']) {
   writeFileSync(values.out, `${JSON.stringify(train(rows, seed))}\n`);

@@ -33,7 +33,14 @@ async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): P
 
 function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 async function keysCommand(config: Config, args: string[], out: Out): Promise<void> {
@@ -81,12 +88,30 @@ async function keysCommand(config: Config, args: string[], out: Out): Promise<vo
         return store.listKeys(account.id);
       });
       if (values.json) {
-        out(JSON.stringify(keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, created_at: k.createdAt, last_used_at: k.lastUsedAt, revoked_at: k.revokedAt }))));
+        out(
+          JSON.stringify(
+            keys.map((k) => ({
+              id: k.id,
+              name: k.name,
+              prefix: k.prefix,
+              created_at: k.createdAt,
+              last_used_at: k.lastUsedAt,
+              revoked_at: k.revokedAt,
+            })),
+          ),
+        );
         return;
       }
       const rows = [['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED', 'STATUS']];
       for (const k of keys) {
-        rows.push([k.id, k.name ?? '-', `${k.prefix}…`, k.createdAt, k.lastUsedAt ?? 'never', k.revokedAt ? `revoked ${k.revokedAt}` : 'active']);
+        rows.push([
+          k.id,
+          k.name ?? '-',
+          `${k.prefix}…`,
+          k.createdAt,
+          k.lastUsedAt ?? 'never',
+          k.revokedAt ? `revoked ${k.revokedAt}` : 'active',
+        ]);
       }
       out(table(rows));
       return;

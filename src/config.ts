@@ -126,9 +126,7 @@ function mergePrices(file: FileConfig): { prices: PriceTable; fallback: number }
     prices[model.toLowerCase()] = positiveNumber(price, `prices.${model}`);
   }
   const fallback =
-    file.default_price_per_million === undefined
-      ? 2
-      : positiveNumber(file.default_price_per_million, 'default_price_per_million');
+    file.default_price_per_million === undefined ? 2 : positiveNumber(file.default_price_per_million, 'default_price_per_million');
   return { prices, fallback };
 }
 
@@ -175,13 +173,15 @@ function embedderConfig(env: Env): EmbedderConfig {
 
 function pgSchema(env: Env): string {
   const v = str(env, 'REPRISE_PG_SCHEMA', 'public');
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(v)) throw new ConfigError('REPRISE_PG_SCHEMA', 'use lower-case letters, digits and _ (a PostgreSQL identifier)');
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(v))
+    throw new ConfigError('REPRISE_PG_SCHEMA', 'use lower-case letters, digits and _ (a PostgreSQL identifier)');
   return v;
 }
 
 function scorerName(env: Env): 'calibrated' | 'cosine' {
   const v = str(env, 'REPRISE_SCORER', 'calibrated');
-  if (v !== 'calibrated' && v !== 'cosine') throw new ConfigError('REPRISE_SCORER', `expected calibrated or cosine, got ${JSON.stringify(v)}`);
+  if (v !== 'calibrated' && v !== 'cosine')
+    throw new ConfigError('REPRISE_SCORER', `expected calibrated or cosine, got ${JSON.stringify(v)}`);
   return v;
 }
 

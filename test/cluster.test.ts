@@ -50,7 +50,9 @@ describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
 
     const started = Date.now();
     const hitOnB = await eventually(async () => {
-      const r = (await b.post('/api/v1/check', { messages: [user('In a vacuum, what is the speed of light?')], similarity_threshold: 0.6 }, key)).json();
+      const r = (
+        await b.post('/api/v1/check', { messages: [user('In a vacuum, what is the speed of light?')], similarity_threshold: 0.6 }, key)
+      ).json();
       return r.cache_type === 'semantic';
     });
     assert.ok(hitOnB, 'B serves the semantic hit');

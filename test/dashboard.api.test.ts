@@ -60,13 +60,23 @@ describe('dashboard API', () => {
 
     const codes: number[] = [];
     for (let i = 0; i < 12; i++) {
-      const r = await t.app.inject({ method: 'POST', url: '/dashboard/api/login', payload: { account: 'dash', password: 'wrong' }, remoteAddress: '203.0.113.9' });
+      const r = await t.app.inject({
+        method: 'POST',
+        url: '/dashboard/api/login',
+        payload: { account: 'dash', password: 'wrong' },
+        remoteAddress: '203.0.113.9',
+      });
       codes.push(r.statusCode);
       if (r.statusCode === 401) assert.equal(r.json().error.code, 'INVALID_CREDENTIALS');
     }
     assert.deepEqual(codes.slice(0, 10), Array(10).fill(401));
     assert.deepEqual(codes.slice(10), [429, 429]);
-    const unknown = await t.app.inject({ method: 'POST', url: '/dashboard/api/login', payload: { account: 'nobody', password: 'x' }, remoteAddress: '203.0.113.10' });
+    const unknown = await t.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { account: 'nobody', password: 'x' },
+      remoteAddress: '203.0.113.10',
+    });
     assert.equal(unknown.statusCode, 401);
   });
 
@@ -87,7 +97,12 @@ describe('dashboard API', () => {
     const secret = created.json().key as string;
     assert.match(secret, /^rp_live_[0-9A-Za-z]{40}$/);
     assert.equal((await t.get('/api/v1/usage', secret)).statusCode, 200);
-    const list = (await call('GET', '/dashboard/api/keys', s)).json().data as { id: string; name: string; status: string; prefix: string }[];
+    const list = (await call('GET', '/dashboard/api/keys', s)).json().data as {
+      id: string;
+      name: string;
+      status: string;
+      prefix: string;
+    }[];
     const listed = list.find((k) => k.name === 'from the dashboard');
     assert.equal(listed?.status, 'active');
     assert.ok(!JSON.stringify(list).includes(secret));
@@ -115,14 +130,22 @@ describe('dashboard API', () => {
     const k = await t.key('entries-owner', 'pro');
     const a = await t.runtime.ctx.store.getAccountByName('entries-owner');
     await t.runtime.ctx.store.setPassword(a?.id ?? '', await hashPassword('entries-owner-password'));
-    for (let i = 0; i < 25; i++) await t.post('/api/v1/store', { messages: [user(`question ${i}`)], answer: `answer ${i}`, model: i === 7 ? 'special-model' : 'gpt-4o' }, k);
+    for (let i = 0; i < 25; i++)
+      await t.post(
+        '/api/v1/store',
+        { messages: [user(`question ${i}`)], answer: `answer ${i}`, model: i === 7 ? 'special-model' : 'gpt-4o' },
+        k,
+      );
     const page1 = (await t.get('/api/v1/entries', k)).json();
     assert.deepEqual(page1.pagination, { page: 1, per_page: 20, total: 25, total_pages: 2 });
     assert.equal(page1.data.length, 20);
     const page2 = (await t.get('/api/v1/entries?page=2&per_page=20', k)).json();
     assert.equal(page2.data.length, 5);
     const found = (await t.get('/api/v1/entries?q=special', k)).json();
-    assert.deepEqual(found.data.map((e: { question: string }) => e.question), ['question 7']);
+    assert.deepEqual(
+      found.data.map((e: { question: string }) => e.question),
+      ['question 7'],
+    );
     for (const bad of ['per_page=101', 'per_page=0', 'page=0', 'page=x']) {
       const r = await t.get(`/api/v1/entries?${bad}`, k);
       assert.equal(r.statusCode, 400, bad);

@@ -7,7 +7,11 @@ import { tempDir } from './helpers.ts';
 import { api, ROOT, runCli, startServerProcess, type ServerProcess } from './process.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM) ? false : process.env.CI === 'true' ? false : `install Debian's chromium (${CHROMIUM}) to run the browser tests`;
+const skip = existsSync(CHROMIUM)
+  ? false
+  : process.env.CI === 'true'
+    ? false
+    : `install Debian's chromium (${CHROMIUM}) to run the browser tests`;
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
 
 describe('dashboard in a real browser', { skip }, () => {
@@ -27,7 +31,15 @@ describe('dashboard in a real browser', { skip }, () => {
     server = await startServerProcess(env);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
     page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
     page.on('dialog', (d) => void d.accept());
@@ -40,7 +52,10 @@ describe('dashboard in a real browser', { skip }, () => {
 
   const shot = (name: string) => page.screenshot({ path: path.join(ARTIFACTS, `dashboard-${name}.png`), fullPage: true });
   const statValue = async (label: string) =>
-    page.locator('.stat', { has: page.locator('.label', { hasText: label }) }).locator('.value').innerText();
+    page
+      .locator('.stat', { has: page.locator('.label', { hasText: label }) })
+      .locator('.value')
+      .innerText();
 
   test('sign in, generate a key and use it, see usage change, revoke it, delete an entry', async () => {
     await page.goto(`${server.url}/dashboard`);
@@ -68,7 +83,12 @@ describe('dashboard in a real browser', { skip }, () => {
     await shot('keys');
     const messages = [{ role: 'user', content: 'What does the dashboard show?' }];
     assert.equal((await api(server.url, 'POST', '/api/v1/check', secret, { messages })).json.cache_hit, false);
-    await api(server.url, 'POST', '/api/v1/store', secret, { messages, answer: 'Keys, usage and entries.', model: 'gpt-4o', tokens_used: 250 });
+    await api(server.url, 'POST', '/api/v1/store', secret, {
+      messages,
+      answer: 'Keys, usage and entries.',
+      model: 'gpt-4o',
+      tokens_used: 250,
+    });
     assert.equal((await api(server.url, 'POST', '/api/v1/check', secret, { messages })).json.cache_type, 'exact');
     await api(server.url, 'POST', '/api/v1/store', apiKey, { messages: [{ role: 'user', content: 'A second entry' }], answer: 'Second.' });
 

@@ -13,7 +13,9 @@ export function serviceUrl(name: 'DATABASE_URL' | 'REDIS_URL'): string | null {
 }
 
 export function skipReason(name: 'DATABASE_URL' | 'REDIS_URL'): string | false {
-  return serviceUrl(name) ? false : `set ${name} to run this test (e.g. ${name === 'DATABASE_URL' ? 'postgres://postgres@127.0.0.1:5432/test' : 'redis://127.0.0.1:6379'})`;
+  return serviceUrl(name)
+    ? false
+    : `set ${name} to run this test (e.g. ${name === 'DATABASE_URL' ? 'postgres://postgres@127.0.0.1:5432/test' : 'redis://127.0.0.1:6379'})`;
 }
 
 /** A fresh, uniquely named schema and a function that drops it. */

@@ -16,13 +16,58 @@ const STOP = new Set(
     'give know want like make one way best good really'
   ).split(' '),
 );
-const NEGATIONS = new Set(['not', 'no', 'never', 'none', 'nothing', 'nobody', 'nowhere', 'neither', 'nor', 'without', 'cannot', "n't", 'dont', 'doesnt', 'didnt', 'isnt', 'arent', 'wasnt', 'werent', 'cant', 'couldnt', 'shouldnt', 'wont', 'wouldnt', 'hasnt', 'havent', 'hadnt']);
+const NEGATIONS = new Set([
+  'not',
+  'no',
+  'never',
+  'none',
+  'nothing',
+  'nobody',
+  'nowhere',
+  'neither',
+  'nor',
+  'without',
+  'cannot',
+  "n't",
+  'dont',
+  'doesnt',
+  'didnt',
+  'isnt',
+  'arent',
+  'wasnt',
+  'werent',
+  'cant',
+  'couldnt',
+  'shouldnt',
+  'wont',
+  'wouldnt',
+  'hasnt',
+  'havent',
+  'hadnt',
+]);
 const QUESTION_WORDS = new Set(['what', 'why', 'how', 'when', 'where', 'who', 'which', 'whom', 'whose']);
 const ANTONYMS: readonly [string, string][] = [
-  ['best', 'worst'], ['good', 'bad'], ['more', 'less'], ['increase', 'decrease'], ['before', 'after'],
-  ['advantages', 'disadvantages'], ['pros', 'cons'], ['buy', 'sell'], ['start', 'stop'], ['first', 'last'],
-  ['cheap', 'expensive'], ['fast', 'slow'], ['high', 'low'], ['easy', 'hard'], ['male', 'female'], ['min', 'max'],
-  ['minimum', 'maximum'], ['add', 'remove'], ['enable', 'disable'], ['open', 'close'], ['win', 'lose'],
+  ['best', 'worst'],
+  ['good', 'bad'],
+  ['more', 'less'],
+  ['increase', 'decrease'],
+  ['before', 'after'],
+  ['advantages', 'disadvantages'],
+  ['pros', 'cons'],
+  ['buy', 'sell'],
+  ['start', 'stop'],
+  ['first', 'last'],
+  ['cheap', 'expensive'],
+  ['fast', 'slow'],
+  ['high', 'low'],
+  ['easy', 'hard'],
+  ['male', 'female'],
+  ['min', 'max'],
+  ['minimum', 'maximum'],
+  ['add', 'remove'],
+  ['enable', 'disable'],
+  ['open', 'close'],
+  ['win', 'lose'],
 ];
 
 /** Rarity of a word absent from the tokenizer's 8,000-piece vocabulary: names, jargon. */
@@ -162,7 +207,8 @@ export function pairFeatures(a: TextInfo, b: TextInfo, cosine: number): number[]
   const onlyB = setDiff(b.content, a.content);
   const union = a.content.size + b.content.size - inter / 2;
   const jaccard = union === 0 ? 1 : inter / 2 / union;
-  const numbersDiffer = a.numbers.size + b.numbers.size > 0 && (setDiff(a.numbers, b.numbers) > 0 || setDiff(b.numbers, a.numbers) > 0) ? 1 : 0;
+  const numbersDiffer =
+    a.numbers.size + b.numbers.size > 0 && (setDiff(a.numbers, b.numbers) > 0 || setDiff(b.numbers, a.numbers) > 0) ? 1 : 0;
   const numberOnlyInOne = (a.numbers.size === 0) !== (b.numbers.size === 0) ? 1 : 0;
   const qa = a.questionWords;
   const qb = b.questionWords;

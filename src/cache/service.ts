@@ -141,9 +141,7 @@ export class CacheService {
     const hash = promptHash(input.messages);
     const nowIso = new Date(this.now()).toISOString();
     const usable = <E extends EntryHead>(e: E | null): e is E =>
-      e !== null &&
-      (e.expiresAt === null || e.expiresAt > nowIso) &&
-      (input.model === undefined || e.model === input.model);
+      e !== null && (e.expiresAt === null || e.expiresAt > nowIso) && (input.model === undefined || e.model === input.model);
 
     if (exactChecked) {
       const entry = await this.deps.store.getEntryByHash(account.id, hash);

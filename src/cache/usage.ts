@@ -155,8 +155,7 @@ export class UsageRecorder {
     if (cur) {
       cur.count += h.count;
       cur.lookupMs += h.lookupMs;
-    }
-    else this.hits.set(id, h);
+    } else this.hits.set(id, h);
   }
 
   async close(): Promise<void> {

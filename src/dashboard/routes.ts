@@ -65,7 +65,10 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
       reply.header('Content-Type', asset.type);
       reply.header('Cache-Control', url === '/dashboard' ? 'no-store' : 'public, max-age=300');
       reply.header('X-Frame-Options', 'DENY');
-      reply.header('Content-Security-Policy', "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+      reply.header(
+        'Content-Security-Policy',
+        "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+      );
       return asset.body;
     });
   }
@@ -85,7 +88,10 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (!session || !account) throw new ApiError('UNAUTHORIZED', 'Sign in to use the dashboard');
     if (request.method !== 'GET') {
       const origin = request.headers.origin;
-      if (request.headers['x-csrf-token'] !== session.csrfToken || (origin !== undefined && new URL(origin).host !== request.headers.host)) {
+      if (
+        request.headers['x-csrf-token'] !== session.csrfToken ||
+        (origin !== undefined && new URL(origin).host !== request.headers.host)
+      ) {
         throw new ApiError('FORBIDDEN', 'Missing or wrong CSRF token');
       }
     }
@@ -94,38 +100,49 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
   }
 
   const me = (account: Account, session: Session) => ({
-    account: { id: account.id, name: account.name, plan: account.plan, default_threshold: account.defaultThreshold ?? 0.85, entry_ttl_seconds: account.entryTtlSeconds ?? 0 },
+    account: {
+      id: account.id,
+      name: account.name,
+      plan: account.plan,
+      default_threshold: account.defaultThreshold ?? 0.85,
+      entry_ttl_seconds: account.entryTtlSeconds ?? 0,
+    },
     csrf_token: session.csrfToken,
   });
 
-  app.post<{ Body: { account?: unknown; password?: unknown } }>('/dashboard/api/login', { schema: { hide: true } }, async (request, reply) => {
-    const { account: name, password } = request.body ?? {};
-    if (typeof name !== 'string' || name.length === 0 || name.length > 100) throw invalid('account', 'an account name', name);
-    if (typeof password !== 'string' || password.length === 0 || password.length > 1000) throw invalid('password', 'a password', undefined);
-    const gate = await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE, 0);
-    if (gate.remaining < 1) {
-      reply.header('Retry-After', gate.retryAfter || 1);
-      throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many failed sign-ins; wait and try again', undefined, Math.max(1, gate.retryAfter));
-    }
-    const account = await ctx.store.getAccountByName(name);
-    const ok = await verifyPassword(password, account ? await ctx.store.getPasswordHash(account.id) : null);
-    if (!ok || !account) {
-      await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE);
-      throw new ApiError('INVALID_CREDENTIALS', 'Wrong account name or password');
-    }
-    const token = randomBytes(32).toString('base64url');
-    const now = Date.now();
-    const session: Session = {
-      tokenHash: sha256(token),
-      accountId: account.id,
-      csrfToken: randomBytes(24).toString('base64url'),
-      createdAt: new Date(now).toISOString(),
-      expiresAt: new Date(now + SESSION_HOURS * 3_600_000).toISOString(),
-    };
-    await ctx.store.createSession(session);
-    setCookie(request, reply, token, SESSION_HOURS * 3600);
-    return me(account, session);
-  });
+  app.post<{ Body: { account?: unknown; password?: unknown } }>(
+    '/dashboard/api/login',
+    { schema: { hide: true } },
+    async (request, reply) => {
+      const { account: name, password } = request.body ?? {};
+      if (typeof name !== 'string' || name.length === 0 || name.length > 100) throw invalid('account', 'an account name', name);
+      if (typeof password !== 'string' || password.length === 0 || password.length > 1000)
+        throw invalid('password', 'a password', undefined);
+      const gate = await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE, 0);
+      if (gate.remaining < 1) {
+        reply.header('Retry-After', gate.retryAfter || 1);
+        throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many failed sign-ins; wait and try again', undefined, Math.max(1, gate.retryAfter));
+      }
+      const account = await ctx.store.getAccountByName(name);
+      const ok = await verifyPassword(password, account ? await ctx.store.getPasswordHash(account.id) : null);
+      if (!ok || !account) {
+        await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE);
+        throw new ApiError('INVALID_CREDENTIALS', 'Wrong account name or password');
+      }
+      const token = randomBytes(32).toString('base64url');
+      const now = Date.now();
+      const session: Session = {
+        tokenHash: sha256(token),
+        accountId: account.id,
+        csrfToken: randomBytes(24).toString('base64url'),
+        createdAt: new Date(now).toISOString(),
+        expiresAt: new Date(now + SESSION_HOURS * 3_600_000).toISOString(),
+      };
+      await ctx.store.createSession(session);
+      setCookie(request, reply, token, SESSION_HOURS * 3600);
+      return me(account, session);
+    },
+  );
 
   app.post('/dashboard/api/logout', { schema: { hide: true } }, async (request, reply) => {
     await signedIn(request);
@@ -154,9 +171,16 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: { name?: unknown } }>('/dashboard/api/keys', { schema: { hide: true } }, async (request) => {
     const account = await signedIn(request);
     const name = request.body?.name;
-    if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > 100)) throw invalid('name', 'a string of at most 100 characters', name);
+    if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > 100))
+      throw invalid('name', 'a string of at most 100 characters', name);
     const created = await createKey(ctx.store, account, typeof name === 'string' && name.trim() ? name.trim() : null);
-    return { key: created.secret, id: created.key.id, prefix: created.key.prefix, name: created.key.name, created_at: created.key.createdAt };
+    return {
+      key: created.secret,
+      id: created.key.id,
+      prefix: created.key.prefix,
+      name: created.key.name,
+      created_at: created.key.createdAt,
+    };
   });
 
   app.post<{ Params: { id: string } }>('/dashboard/api/keys/:id/revoke', { schema: { hide: true } }, async (request) => {
@@ -188,17 +212,21 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     return { deleted: true, id };
   });
 
-  app.put<{ Body: { default_threshold?: unknown; entry_ttl_seconds?: unknown } }>('/dashboard/api/settings', { schema: { hide: true } }, async (request) => {
-    const account = await signedIn(request);
-    const { default_threshold: t, entry_ttl_seconds: ttl } = request.body ?? {};
-    if (t !== undefined && (typeof t !== 'number' || !(t >= 0 && t <= 1))) throw invalid('default_threshold', 'a number from 0 to 1', t);
-    if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 0 || ttl > 315_360_000)) {
-      throw invalid('entry_ttl_seconds', 'an integer from 0 (no expiry) to 315360000', ttl);
-    }
-    const updated = await ctx.store.updateAccount(account.id, {
-      ...(t !== undefined ? { defaultThreshold: t as number } : {}),
-      ...(ttl !== undefined ? { entryTtlSeconds: ttl === 0 ? null : (ttl as number) } : {}),
-    });
-    return me(updated ?? account, request.session as Session);
-  });
+  app.put<{ Body: { default_threshold?: unknown; entry_ttl_seconds?: unknown } }>(
+    '/dashboard/api/settings',
+    { schema: { hide: true } },
+    async (request) => {
+      const account = await signedIn(request);
+      const { default_threshold: t, entry_ttl_seconds: ttl } = request.body ?? {};
+      if (t !== undefined && (typeof t !== 'number' || !(t >= 0 && t <= 1))) throw invalid('default_threshold', 'a number from 0 to 1', t);
+      if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 0 || ttl > 315_360_000)) {
+        throw invalid('entry_ttl_seconds', 'an integer from 0 (no expiry) to 315360000', ttl);
+      }
+      const updated = await ctx.store.updateAccount(account.id, {
+        ...(t !== undefined ? { defaultThreshold: t as number } : {}),
+        ...(ttl !== undefined ? { entryTtlSeconds: ttl === 0 ? null : (ttl as number) } : {}),
+      });
+      return me(updated ?? account, request.session as Session);
+    },
+  );
 }

@@ -68,7 +68,9 @@ class HttpEmbedder implements Embedder {
     const body = (await res.json().catch(() => null)) as EmbeddingsResponse | null;
     const data = body?.data;
     if (!Array.isArray(data) || data.length !== input.length) {
-      throw new Error(`embedding server ${this.url} returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${input.length} texts`);
+      throw new Error(
+        `embedding server ${this.url} returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${input.length} texts`,
+      );
     }
     const vectors: Float32Array[] = new Array(input.length);
     data.forEach((d, i) => {

@@ -60,10 +60,7 @@ export async function createKey(store: Store, account: Account, name: string | n
  * Finds the account of a presented secret. Returns null for a malformed, unknown or revoked
  * key. The lookup is by hash, so no secret is ever compared character by character.
  */
-export async function authenticate(
-  store: Store,
-  secret: string,
-): Promise<{ key: ApiKey; account: Account } | null> {
+export async function authenticate(store: Store, secret: string): Promise<{ key: ApiKey; account: Account } | null> {
   if (!isWellFormed(secret)) return null;
   const hash = hashSecret(secret);
   const found = await store.findKeyByHash(hash);

@@ -25,8 +25,14 @@ function conformance(name: string, make: () => RateLimiter, shared: boolean, ski
       const key = `k-${Math.random()}`;
       const results = [];
       for (let i = 0; i < 6; i++) results.push(await l.consume(key, rule));
-      assert.deepEqual(results.map((r) => r.allowed), [true, true, true, true, true, false]);
-      assert.deepEqual(results.map((r) => r.remaining), [4, 3, 2, 1, 0, 0]);
+      assert.deepEqual(
+        results.map((r) => r.allowed),
+        [true, true, true, true, true, false],
+      );
+      assert.deepEqual(
+        results.map((r) => r.remaining),
+        [4, 3, 2, 1, 0, 0],
+      );
       assert.equal(results[5]?.retryAfter, 1);
       assert.equal(results[0]?.limit, 60);
       const now = Math.floor(Date.now() / 1000);
@@ -71,13 +77,21 @@ conformance(
 
 describe('Redis limiter when Redis is unreachable', () => {
   test('fails open to per-node buckets instead of failing requests', async () => {
-    const redis = new Redis('redis://127.0.0.1:1', { maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null, lazyConnect: true });
+    const redis = new Redis('redis://127.0.0.1:1', {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+      lazyConnect: true,
+    });
     redis.on('error', () => undefined);
     let fallbacks = 0;
     const l = new RedisRateLimiter(redis, { onFallback: () => fallbacks++ }, async () => redis.disconnect());
     const rule = { capacity: 2, refillPerSecond: 1, limit: 60 };
     const r = [await l.consume('x', rule), await l.consume('x', rule), await l.consume('x', rule)];
-    assert.deepEqual(r.map((x) => x.allowed), [true, true, false]);
+    assert.deepEqual(
+      r.map((x) => x.allowed),
+      [true, true, false],
+    );
     assert.equal(fallbacks, 3);
     await l.close();
   });

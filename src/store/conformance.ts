@@ -3,7 +3,11 @@ import { after, before, describe, test } from 'node:test';
 import type { NewEntry, Store } from './interface.ts';
 
 /** One suite for every Store implementation. */
-export function storeConformance(name: string, open: () => Promise<{ store: Store; cleanup: () => Promise<void> }>, skip: string | false = false): void {
+export function storeConformance(
+  name: string,
+  open: () => Promise<{ store: Store; cleanup: () => Promise<void> }>,
+  skip: string | false = false,
+): void {
   describe(`${name} store`, { skip }, () => {
     let store: Store;
     let cleanup: () => Promise<void>;
@@ -51,7 +55,10 @@ export function storeConformance(name: string, open: () => Promise<{ store: Stor
       const k = await store.createKey({ accountId: a.id, name: 'ci', prefix: 'rp_live_abcd', secretHash: `hash-${Math.random()}` });
       const byHash = await store.findKeyByHash('missing');
       assert.equal(byHash, null);
-      assert.deepEqual((await store.listKeys(a.id)).map((x) => x.id), [k.id]);
+      assert.deepEqual(
+        (await store.listKeys(a.id)).map((x) => x.id),
+        [k.id],
+      );
       assert.equal(await store.revokeKey(k.id, b.id), null);
       assert.equal((await store.getKey(k.id))?.revokedAt, null);
       const r = await store.revokeKey(k.id, a.id);
@@ -75,7 +82,10 @@ export function storeConformance(name: string, open: () => Promise<{ store: Stor
       const b = await store.createAccount('conf-entries-b', 'free');
       const e1 = await store.putEntry(entry(a.id, { exactHash: 'same' }));
       assert.ok(e1.id > 0);
-      assert.deepEqual(Array.from(e1.vector ?? []).map((x) => Math.round(x * 10) / 10), [0.6, 0.8]);
+      assert.deepEqual(
+        Array.from(e1.vector ?? []).map((x) => Math.round(x * 10) / 10),
+        [0.6, 0.8],
+      );
       await store.recordHits(new Map([[e1.id, { count: 2, at: '2030-01-01T00:00:00.000Z', lookupMs: 3 }]]));
       assert.equal((await store.getEntry(a.id, e1.id))?.usageCount, 2);
       const e2 = await store.putEntry(entry(a.id, { exactHash: 'same', answer: 'new' }));
@@ -107,14 +117,25 @@ export function storeConformance(name: string, open: () => Promise<{ store: Stor
       const p3 = await store.listEntries(a.id, { page: 3, perPage: 2 });
       assert.equal(p3.entries.length, 1);
       const all = (await store.listEntries(a.id, { page: 1, perPage: 10 })).entries;
-      await store.recordHits(new Map([[all[2]?.id ?? 0, { count: 2, at: '2030-01-01T00:00:00.000Z', lookupMs: 40 }], [all[1]?.id ?? 0, { count: 5, at: '2030-01-01T00:00:00.000Z', lookupMs: 5 }]]));
+      await store.recordHits(
+        new Map([
+          [all[2]?.id ?? 0, { count: 2, at: '2030-01-01T00:00:00.000Z', lookupMs: 40 }],
+          [all[1]?.id ?? 0, { count: 5, at: '2030-01-01T00:00:00.000Z', lookupMs: 5 }],
+        ]),
+      );
       const slowest = await store.listEntries(a.id, { page: 1, perPage: 2, order: 'slowest' });
-      assert.deepEqual(slowest.entries.map((e) => e.id), [all[2]?.id, all[1]?.id]);
+      assert.deepEqual(
+        slowest.entries.map((e) => e.id),
+        [all[2]?.id, all[1]?.id],
+      );
       assert.equal(slowest.entries[0]?.lookupMsTotal, 40);
       const hits = await store.listEntries(a.id, { page: 1, perPage: 1, order: 'hits' });
       assert.equal(hits.entries[0]?.id, all[1]?.id);
       const found = await store.listEntries(a.id, { page: 1, perPage: 10, q: '100%' });
-      assert.deepEqual(found.entries.map((e) => e.queryText), ['special 100%']);
+      assert.deepEqual(
+        found.entries.map((e) => e.queryText),
+        ['special 100%'],
+      );
     });
 
     test('expired entries are deleted and reported; vectors scan in id order', async () => {
@@ -127,13 +148,22 @@ export function storeConformance(name: string, open: () => Promise<{ store: Stor
       const rows = await store.scanVectors(old.id - 1, 1000);
       assert.ok(rows.some((r) => r.id === keep.id));
       assert.ok(!rows.some((r) => r.id === old.id));
-      assert.deepEqual(rows.map((r) => r.id), [...rows.map((r) => r.id)].sort((x, y) => x - y));
+      assert.deepEqual(
+        rows.map((r) => r.id),
+        [...rows.map((r) => r.id)].sort((x, y) => x - y),
+      );
     });
 
     test('sessions: created, found until they expire, deleted', async () => {
       const a = await store.createAccount('conf-sessions', 'free');
       const now = Date.now();
-      const s = { tokenHash: `t-${Math.random()}`, accountId: a.id, csrfToken: 'c', createdAt: new Date(now).toISOString(), expiresAt: new Date(now + 60_000).toISOString() };
+      const s = {
+        tokenHash: `t-${Math.random()}`,
+        accountId: a.id,
+        csrfToken: 'c',
+        createdAt: new Date(now).toISOString(),
+        expiresAt: new Date(now + 60_000).toISOString(),
+      };
       await store.createSession(s);
       assert.deepEqual(await store.getSession(s.tokenHash, new Date(now).toISOString()), s);
       assert.equal(await store.getSession(s.tokenHash, new Date(now + 61_000).toISOString()), null);
@@ -143,12 +173,34 @@ export function storeConformance(name: string, open: () => Promise<{ store: Stor
 
     test('usage adds up per account and hour bucket, within a period', async () => {
       const a = await store.createAccount('conf-usage', 'free');
-      const row = { accountId: a.id, bucket: '2030-01-01T10:00:00.000Z', requests: 2, exactHits: 1, semanticHits: 0, lookupMsTotal: 1.5, tokensSaved: 10, costSaved: 0.25, stores: 1 };
+      const row = {
+        accountId: a.id,
+        bucket: '2030-01-01T10:00:00.000Z',
+        requests: 2,
+        exactHits: 1,
+        semanticHits: 0,
+        lookupMsTotal: 1.5,
+        tokensSaved: 10,
+        costSaved: 0.25,
+        stores: 1,
+      };
       await store.addUsage([row]);
       await store.addUsage([row, { ...row, bucket: '2030-01-01T11:00:00.000Z' }]);
       const all = await store.getUsage(a.id, {});
       assert.equal(all.length, 2);
-      assert.deepEqual({ ...all[0] }, { bucket: '2030-01-01T10:00:00.000Z', requests: 4, exactHits: 2, semanticHits: 0, lookupMsTotal: 3, tokensSaved: 20, costSaved: 0.5, stores: 2 });
+      assert.deepEqual(
+        { ...all[0] },
+        {
+          bucket: '2030-01-01T10:00:00.000Z',
+          requests: 4,
+          exactHits: 2,
+          semanticHits: 0,
+          lookupMsTotal: 3,
+          tokensSaved: 20,
+          costSaved: 0.5,
+          stores: 2,
+        },
+      );
       assert.equal((await store.getUsage(a.id, { from: '2030-01-01T11:00:00.000Z' })).length, 1);
     });
   });

@@ -231,7 +231,9 @@ export class PostgresStore implements Store {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`reprise-migrate:${this.schema}`]);
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
-      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
+      await client.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+      );
       const { rows } = await client.query('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations');
       for (let v = num(rows[0]?.v) + 1; v <= MIGRATIONS.length; v++) {
         await client.query(MIGRATIONS[v - 1] as string);
@@ -311,10 +313,7 @@ export class PostgresStore implements Store {
     return (await this.q('SELECT * FROM accounts ORDER BY created_at, id')).map(toAccount);
   }
 
-  async updateAccount(
-    id: string,
-    patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>,
-  ): Promise<Account | null> {
+  async updateAccount(id: string, patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>): Promise<Account | null> {
     const sets: string[] = [];
     const args: unknown[] = [];
     const add = (col: string, v: unknown) => {
@@ -397,7 +396,6 @@ export class PostgresStore implements Store {
     );
   }
 
-
   async putEntry(e: NewEntry): Promise<Entry> {
     return this.tx(async (c) => {
       const { rows } = await c.query(
@@ -447,10 +445,20 @@ export class PostgresStore implements Store {
   }
 
   async getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null> {
-    const rows = await this.q('SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count, lookup_ms_total FROM entries WHERE account_id = $1 AND exact_hash = $2', [accountId, exactHash]);
+    const rows = await this.q(
+      'SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count, lookup_ms_total FROM entries WHERE account_id = $1 AND exact_hash = $2',
+      [accountId, exactHash],
+    );
     const r = rows[0];
     if (!r) return null;
-    const { messages: _m, vector: _v, prefixVector: _p, queryText: _q, prefixText: _t, ...head } = toEntry({ ...r, messages: '[]', query_text: '', prefix_text: '' });
+    const {
+      messages: _m,
+      vector: _v,
+      prefixVector: _p,
+      queryText: _q,
+      prefixText: _t,
+      ...head
+    } = toEntry({ ...r, messages: '[]', query_text: '', prefix_text: '' });
     return head;
   }
 
@@ -464,10 +472,7 @@ export class PostgresStore implements Store {
     return (await this.q('SELECT * FROM entries WHERE id = ANY($1::bigint[])', [ids])).map(toEntry);
   }
 
-  async listEntries(
-    accountId: string,
-    opts: { page: number; perPage: number; q?: string; order?: EntryOrder },
-  ): Promise<EntryPage> {
+  async listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: EntryOrder }): Promise<EntryPage> {
     const args: unknown[] = [accountId];
     let where = 'account_id = $1';
     if (opts.q) {
@@ -500,10 +505,14 @@ export class PostgresStore implements Store {
       `UPDATE entries e SET usage_count = e.usage_count + h.n, last_hit_at = GREATEST(COALESCE(e.last_hit_at, ''), h.at),
               lookup_ms_total = e.lookup_ms_total + h.ms
          FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::float8[]) AS h(id, n, at, ms) WHERE e.id = h.id`,
-      [ids, ids.map((id) => hits.get(id)?.count ?? 0), ids.map((id) => hits.get(id)?.at ?? ''), ids.map((id) => hits.get(id)?.lookupMs ?? 0)],
+      [
+        ids,
+        ids.map((id) => hits.get(id)?.count ?? 0),
+        ids.map((id) => hits.get(id)?.at ?? ''),
+        ids.map((id) => hits.get(id)?.lookupMs ?? 0),
+      ],
     );
   }
-
 
   async deleteExpired(now: string, limit: number): Promise<DeletedEntry[]> {
     return this.tx(async (c) => {
@@ -514,7 +523,10 @@ export class PostgresStore implements Store {
         [now, limit],
       );
       const gone = (rows as Row[]).map((r) => ({ id: num(r.id), accountId: String(r.account_id), contextHash: String(r.context_hash) }));
-      await this.recordChange(c, gone.map((g) => ({ entryId: g.id, op: 'delete' as const, accountId: g.accountId, contextHash: g.contextHash })));
+      await this.recordChange(
+        c,
+        gone.map((g) => ({ entryId: g.id, op: 'delete' as const, accountId: g.accountId, contextHash: g.contextHash })),
+      );
       return gone;
     });
   }
@@ -591,7 +603,6 @@ export class PostgresStore implements Store {
     );
   }
 
-
   async getUsage(accountId: string, query: UsageQuery): Promise<UsageBucket[]> {
     const rows = await this.q('SELECT * FROM usage WHERE account_id = $1 AND bucket >= $2 AND bucket < $3 ORDER BY bucket', [
       accountId,
@@ -615,7 +626,13 @@ export class PostgresStore implements Store {
   async getSession(tokenHash: string, now: string): Promise<Session | null> {
     const r = (await this.q('SELECT * FROM sessions WHERE token_hash = $1 AND expires_at > $2', [tokenHash, now]))[0];
     return r
-      ? { tokenHash: String(r.token_hash), accountId: String(r.account_id), csrfToken: String(r.csrf_token), createdAt: String(r.created_at), expiresAt: String(r.expires_at) }
+      ? {
+          tokenHash: String(r.token_hash),
+          accountId: String(r.account_id),
+          csrfToken: String(r.csrf_token),
+          createdAt: String(r.created_at),
+          expiresAt: String(r.expires_at),
+        }
       : null;
   }
 

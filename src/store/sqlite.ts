@@ -251,14 +251,10 @@ export class SqliteStore implements Store {
     this.migrate();
     const db = this.db;
     this.stmts = {
-      insertAccount: db.prepare(
-        'INSERT INTO accounts (id, name, plan, created_at) VALUES (?, ?, ?, ?)',
-      ),
+      insertAccount: db.prepare('INSERT INTO accounts (id, name, plan, created_at) VALUES (?, ?, ?, ?)'),
       accountById: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE id = ?'),
       accountByName: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE name = ?'),
-      insertKey: db.prepare(
-        'INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ),
+      insertKey: db.prepare('INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)'),
       keyByHash: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE secret_hash = ?'),
       keyById: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ?'),
       upsertEntry: db.prepare<unknown[], EntryRow>(
@@ -278,7 +274,9 @@ export class SqliteStore implements Store {
       ),
       entryById: db.prepare<[string, number], EntryRow>('SELECT * FROM entries WHERE account_id = ? AND id = ?'),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
-      hit: db.prepare('UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ?, lookup_ms_total = lookup_ms_total + ? WHERE id = ?'),
+      hit: db.prepare(
+        'UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ?, lookup_ms_total = lookup_ms_total + ? WHERE id = ?',
+      ),
       addUsage: db.prepare(
         `INSERT INTO usage (account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -341,10 +339,7 @@ export class SqliteStore implements Store {
     return (this.db.prepare('SELECT * FROM accounts ORDER BY created_at').all() as AccountRow[]).map(toAccount);
   }
 
-  async updateAccount(
-    id: string,
-    patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>,
-  ): Promise<Account | null> {
+  async updateAccount(id: string, patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>): Promise<Account | null> {
     this.keyCache.clear();
     const sets: string[] = [];
     const args: unknown[] = [];
@@ -362,8 +357,7 @@ export class SqliteStore implements Store {
 
   async getPasswordHash(accountId: string): Promise<string | null> {
     const r = this.db.prepare('SELECT password_hash FROM accounts WHERE id = ?').get(accountId) as
-      | { password_hash: string | null }
-      | undefined;
+      { password_hash: string | null } | undefined;
     return r?.password_hash ?? null;
   }
 
@@ -392,9 +386,7 @@ export class SqliteStore implements Store {
   }
 
   async listKeys(accountId: string): Promise<ApiKey[]> {
-    return (
-      this.db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id').all(accountId) as KeyRow[]
-    ).map(toKey);
+    return (this.db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id').all(accountId) as KeyRow[]).map(toKey);
   }
 
   async revokeKey(id: string, accountId?: string): Promise<ApiKey | null> {
@@ -403,9 +395,7 @@ export class SqliteStore implements Store {
     if (accountId === undefined) {
       this.db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(now, id);
     } else {
-      this.db
-        .prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND account_id = ?')
-        .run(now, id, accountId);
+      this.db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND account_id = ?').run(now, id, accountId);
     }
     const r = this.stmts.keyById.get(id);
     if (!r || (accountId !== undefined && r.account_id !== accountId)) return null;
@@ -413,9 +403,7 @@ export class SqliteStore implements Store {
   }
 
   async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
-    const stmt = this.db.prepare(
-      'UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
-    );
+    const stmt = this.db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)');
     this.db.transaction(() => {
       for (const [id, at] of lastUsed) stmt.run(at, id, at);
     })();
@@ -486,16 +474,11 @@ export class SqliteStore implements Store {
 
   async getEntries(ids: readonly number[]): Promise<Entry[]> {
     if (ids.length === 0) return [];
-    const rows = this.db
-      .prepare(`SELECT * FROM entries WHERE id IN (${ids.map(() => '?').join(',')})`)
-      .all(...ids) as EntryRow[];
+    const rows = this.db.prepare(`SELECT * FROM entries WHERE id IN (${ids.map(() => '?').join(',')})`).all(...ids) as EntryRow[];
     return rows.map(toEntry);
   }
 
-  async listEntries(
-    accountId: string,
-    opts: { page: number; perPage: number; q?: string; order?: EntryOrder },
-  ): Promise<EntryPage> {
+  async listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: EntryOrder }): Promise<EntryPage> {
     const where = ['account_id = ?'];
     const args: unknown[] = [accountId];
     if (opts.q) {
@@ -585,9 +568,10 @@ export class SqliteStore implements Store {
 
   async getSession(tokenHash: string, now: string): Promise<Session | null> {
     const r = this.db.prepare('SELECT * FROM sessions WHERE token_hash = ? AND expires_at > ?').get(tokenHash, now) as
-      | { token_hash: string; account_id: string; csrf_token: string; created_at: string; expires_at: string }
-      | undefined;
-    return r ? { tokenHash: r.token_hash, accountId: r.account_id, csrfToken: r.csrf_token, createdAt: r.created_at, expiresAt: r.expires_at } : null;
+      { token_hash: string; account_id: string; csrf_token: string; created_at: string; expires_at: string } | undefined;
+    return r
+      ? { tokenHash: r.token_hash, accountId: r.account_id, csrfToken: r.csrf_token, createdAt: r.created_at, expiresAt: r.expires_at }
+      : null;
   }
 
   async deleteSession(tokenHash: string): Promise<void> {

@@ -54,7 +54,10 @@ for (const [name, make] of [
       fill(index, 100, 'a');
       index.add('b', 1000, randomUnit(1, 64));
       const res = index.search('b', randomUnit(2, 64), 5);
-      assert.deepEqual(res.map((r) => r.id), [1000]);
+      assert.deepEqual(
+        res.map((r) => r.id),
+        [1000],
+      );
       assert.deepEqual(index.search('c', randomUnit(2, 64), 5), []);
     });
 

@@ -4,7 +4,11 @@ import { startTestApp, user, type TestApp } from '../../../test/helpers.ts';
 
 function assertError(res: { statusCode: number; json(): unknown }, status: number, code: string, field?: string) {
   assert.equal(res.statusCode, status);
-  const body = res.json() as { error: { code: string; message: string; details?: { field: string; expected: string; received: string } }; status: number; timestamp: string };
+  const body = res.json() as {
+    error: { code: string; message: string; details?: { field: string; expected: string; received: string } };
+    status: number;
+    timestamp: string;
+  };
   assert.equal(body.error.code, code);
   assert.equal(body.status, status);
   assert.ok(body.error.message.length > 0);
@@ -41,7 +45,12 @@ describe('POST /api/v1/check: invalid input', () => {
   test('INVALID_MESSAGES when there is no body at all', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/api/v1/check', headers: { authorization: `Bearer ${key}` } });
     assertError(res, 400, 'INVALID_MESSAGES', 'messages');
-    const empty = await t.app.inject({ method: 'POST', url: '/api/v1/check', payload: '', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
+    const empty = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/check',
+      payload: '',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    });
     assertError(empty, 400, 'INVALID_MESSAGES', 'messages');
   });
 

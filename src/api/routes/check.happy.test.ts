@@ -25,8 +25,7 @@ describe('POST /api/v1/check', () => {
     assert.equal(body.cache_hit, false);
     assert.equal(typeof body.message, 'string');
     assert.ok(body.message.length > 0);
-    const canonical =
-      '[{"role":"system","content":"Be brief."},{"role":"user","content":"What is the tallest mountain on Earth?"}]';
+    const canonical = '[{"role":"system","content":"Be brief."},{"role":"user","content":"What is the tallest mountain on Earth?"}]';
     assert.equal(body.prompt_hash, createHash('sha256').update(canonical).digest('hex'));
     assert.equal(typeof body.lookup_time_ms, 'number');
     assert.ok(body.lookup_time_ms >= 0);
@@ -72,7 +71,12 @@ describe('POST /api/v1/check', () => {
   test('a paraphrase is a semantic hit with a score at or above the threshold', async () => {
     await t.post(
       '/api/v1/store',
-      { messages: [user('How do I reset my password?')], answer: 'Use the reset link on the sign-in page.', model: 'gpt-4o-mini', tokens_used: 30 },
+      {
+        messages: [user('How do I reset my password?')],
+        answer: 'Use the reset link on the sign-in page.',
+        model: 'gpt-4o-mini',
+        tokens_used: 30,
+      },
       key,
     );
     const res = await t.post('/api/v1/check', { messages: [user('How can I reset my password?')] }, key);
@@ -87,7 +91,11 @@ describe('POST /api/v1/check', () => {
   });
 
   test('a candidate below similarity_threshold is a miss that reports the closest score', async () => {
-    await t.post('/api/v1/store', { messages: [user('What is the boiling point of water at sea level?')], answer: '100 °C', model: 'gpt-4o' }, key);
+    await t.post(
+      '/api/v1/store',
+      { messages: [user('What is the boiling point of water at sea level?')], answer: '100 °C', model: 'gpt-4o' },
+      key,
+    );
     const q = { messages: [user('At sea level, what temperature does water boil at?')] };
     const strict = (await t.post('/api/v1/check', { ...q, similarity_threshold: 1 }, key)).json();
     assert.equal(strict.cache_hit, false);
@@ -113,16 +121,28 @@ describe('POST /api/v1/check', () => {
   });
 
   test('the same follow-up after a different first question is a miss', async () => {
-    const a = [user('Tell me about the Treaty of Versailles.'), { role: 'assistant', content: 'It ended WWI.' }, user('When was it signed?')];
+    const a = [
+      user('Tell me about the Treaty of Versailles.'),
+      { role: 'assistant', content: 'It ended WWI.' },
+      user('When was it signed?'),
+    ];
     await t.post('/api/v1/store', { messages: a, answer: 'On 28 June 1919.', model: 'gpt-4o' }, key);
-    const b = [user('Tell me about the Declaration of Independence.'), { role: 'assistant', content: 'It declared independence.' }, user('When was it signed?')];
+    const b = [
+      user('Tell me about the Declaration of Independence.'),
+      { role: 'assistant', content: 'It declared independence.' },
+      user('When was it signed?'),
+    ];
     const res = (await t.post('/api/v1/check', { messages: b }, key)).json();
     assert.equal(res.cache_hit, false);
   });
 
   test('a different system prompt never matches semantically', async () => {
     const q = 'Translate "good morning" into French.';
-    await t.post('/api/v1/store', { messages: [{ role: 'system', content: 'Answer in English.' }, user(q)], answer: 'Bonjour', model: 'gpt-4o' }, key);
+    await t.post(
+      '/api/v1/store',
+      { messages: [{ role: 'system', content: 'Answer in English.' }, user(q)], answer: 'Bonjour', model: 'gpt-4o' },
+      key,
+    );
     const res = (await t.post('/api/v1/check', { messages: [{ role: 'system', content: 'Answer like a pirate.' }, user(q)] }, key)).json();
     assert.equal(res.cache_hit, false);
   });

@@ -68,7 +68,12 @@ describe('authentication', () => {
     }
     assert.deepEqual(codes, [401, 401, 401, 401, 401, 429, 429, 429]);
     const good = await t.key();
-    const ok = await t.app.inject({ method: 'GET', url: '/api/v1/usage', headers: { authorization: `Bearer ${good}` }, remoteAddress: '192.0.2.7' });
+    const ok = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/usage',
+      headers: { authorization: `Bearer ${good}` },
+      remoteAddress: '192.0.2.7',
+    });
     assert.equal(ok.statusCode, 200);
   });
 });

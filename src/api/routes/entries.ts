@@ -18,7 +18,12 @@ export const entryListQuerySchema = {
     page: { type: 'string', description: 'Page number, from 1 (default 1).' },
     per_page: { type: 'string', description: 'Entries per page, 1 to 100 (default 20).' },
     q: { type: 'string', maxLength: 200, description: 'Text searched in the question, answer and model.' },
-    order: { type: 'string', enum: ['recent', 'hits', 'slowest'], default: 'recent', description: 'recent, most hits, or slowest mean lookup first' },
+    order: {
+      type: 'string',
+      enum: ['recent', 'hits', 'slowest'],
+      default: 'recent',
+      description: 'recent, most hits, or slowest mean lookup first',
+    },
   },
 } as const;
 
@@ -62,7 +67,11 @@ function whole(field: string, raw: string | undefined, fallback: number, min: nu
 
 export function parseEntryId(raw: string): number {
   if (!/^\d{1,15}$/.test(raw)) {
-    throw new ApiError('INVALID_INPUT', 'id must be a positive integer', { field: 'id', expected: 'a positive integer', received: raw.slice(0, 40) });
+    throw new ApiError('INVALID_INPUT', 'id must be a positive integer', {
+      field: 'id',
+      expected: 'a positive integer',
+      received: raw.slice(0, 40),
+    });
   }
   return Number(raw);
 }
@@ -83,7 +92,10 @@ export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.get<{ Params: { id: string } }>(
     '/api/v1/entries/:id',
-    { config: { route: 'entries' }, schema: { summary: 'One cached entry with its conversation', response: { '4xx': errorResponseSchema } } },
+    {
+      config: { route: 'entries' },
+      schema: { summary: 'One cached entry with its conversation', response: { '4xx': errorResponseSchema } },
+    },
     async (request) => {
       const account = requireAccount(request);
       const entry = await ctx.store.getEntry(account.id, parseEntryId(request.params.id));
@@ -94,7 +106,10 @@ export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.delete<{ Params: { id: string } }>(
     '/api/v1/entries/:id',
-    { config: { route: 'entries' }, schema: { summary: 'Delete a cached entry; it stops matching at once', response: { '4xx': errorResponseSchema } } },
+    {
+      config: { route: 'entries' },
+      schema: { summary: 'Delete a cached entry; it stops matching at once', response: { '4xx': errorResponseSchema } },
+    },
     async (request) => {
       const account = requireAccount(request);
       const id = parseEntryId(request.params.id);

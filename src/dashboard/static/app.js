@@ -7,7 +7,8 @@
   const fmtInt = (n) => Number(n).toLocaleString('en-US');
   const plural = (n, one, many) => `${fmtInt(n)} ${n === 1 ? one : many}`;
   const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
-  const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  const esc = (s) =>
+    String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
   function toast(text) {
     const t = $('#toast');
@@ -20,7 +21,12 @@
   async function api(path, options = {}) {
     const headers = { ...(options.body ? { 'Content-Type': 'application/json' } : {}) };
     if (options.method && options.method !== 'GET' && state.csrf) headers['X-CSRF-Token'] = state.csrf;
-    const res = await fetch(`/dashboard/api${path}`, { credentials: 'same-origin', ...options, headers, body: options.body ? JSON.stringify(options.body) : undefined });
+    const res = await fetch(`/dashboard/api${path}`, {
+      credentials: 'same-origin',
+      ...options,
+      headers,
+      body: options.body ? JSON.stringify(options.body) : undefined,
+    });
     const body = await res.json().catch(() => ({}));
     if (res.status === 401 && path !== '/login') {
       showLogin();
@@ -53,7 +59,9 @@
     if (location.hash !== `#${tab}`) history.replaceState(null, '', `#${tab}`);
     for (const b of document.querySelectorAll('.tab')) b.setAttribute('aria-selected', String(b.dataset.tab === tab));
     for (const p of document.querySelectorAll('.panel')) p.hidden = p.id !== `tab-${tab}`;
-    ({ usage: loadUsage, keys: loadKeys, entries: loadEntries, settings: loadSettings })[tab]().catch((e) => e.message !== 'signed out' && toast(e.message));
+    ({ usage: loadUsage, keys: loadKeys, entries: loadEntries, settings: loadSettings })
+      [tab]()
+      .catch((e) => e.message !== 'signed out' && toast(e.message));
   }
 
   // ---- Usage ----
@@ -73,7 +81,10 @@
         width,
         height: 220,
         series: [{}, ...series],
-        axes: [{ stroke: '#6b7385', grid: { stroke: '#eef0f6' } }, { stroke: '#6b7385', grid: { stroke: '#eef0f6' }, values: opts.values, size: 72 }],
+        axes: [
+          { stroke: '#6b7385', grid: { stroke: '#eef0f6' } },
+          { stroke: '#6b7385', grid: { stroke: '#eef0f6' }, values: opts.values, size: 72 },
+        ],
         scales: { x: { time: true }, y: opts.range ? { range: opts.range } : {} },
         legend: { show: true },
         cursor: { drag: { x: false, y: false } },
@@ -106,25 +117,49 @@
     const zero = { total_requests: 0, exact_hits: 0, semantic_hits: 0, hit_rate_percentage: 0, estimated_cost_savings_usd: 0 };
     const series = xs.map((x) => byStart.get(x) ?? zero);
     u.series = series;
-    chart($('#chart-requests'), [
-      { label: 'Requests', stroke: '#4f46e5', width: 2, fill: 'rgba(79,70,229,.08)' },
-      { label: 'Exact hits', stroke: '#0f9f6e', width: 2 },
-      { label: 'Semantic hits', stroke: '#f59e0b', width: 2 },
-    ], [xs, u.series.map((p) => p.total_requests), u.series.map((p) => p.exact_hits), u.series.map((p) => p.semantic_hits)]);
-    chart($('#chart-rate'), [{ label: 'Hit rate %', stroke: '#0f9f6e', width: 2, fill: 'rgba(15,159,110,.08)' }], [xs, u.series.map((p) => p.hit_rate_percentage)], {
-      range: [0, 100],
-      values: (_, ticks) => ticks.map((t) => `${t}%`),
-    });
-    chart($('#chart-savings'), [{ label: 'Savings (USD)', stroke: '#8b5cf6', width: 2, fill: 'rgba(139,92,246,.08)' }], [xs, u.series.map((p) => p.estimated_cost_savings_usd)], {
-      values: (_, ticks) => ticks.map((t) => `$${t.toFixed(t < 1 ? 4 : 2)}`),
-    });
+    chart(
+      $('#chart-requests'),
+      [
+        { label: 'Requests', stroke: '#4f46e5', width: 2, fill: 'rgba(79,70,229,.08)' },
+        { label: 'Exact hits', stroke: '#0f9f6e', width: 2 },
+        { label: 'Semantic hits', stroke: '#f59e0b', width: 2 },
+      ],
+      [xs, u.series.map((p) => p.total_requests), u.series.map((p) => p.exact_hits), u.series.map((p) => p.semantic_hits)],
+    );
+    chart(
+      $('#chart-rate'),
+      [{ label: 'Hit rate %', stroke: '#0f9f6e', width: 2, fill: 'rgba(15,159,110,.08)' }],
+      [xs, u.series.map((p) => p.hit_rate_percentage)],
+      {
+        range: [0, 100],
+        values: (_, ticks) => ticks.map((t) => `${t}%`),
+      },
+    );
+    chart(
+      $('#chart-savings'),
+      [{ label: 'Savings (USD)', stroke: '#8b5cf6', width: 2, fill: 'rgba(139,92,246,.08)' }],
+      [xs, u.series.map((p) => p.estimated_cost_savings_usd)],
+      {
+        values: (_, ticks) => ticks.map((t) => `$${t.toFixed(t < 1 ? 4 : 2)}`),
+      },
+    );
     const top = await api('/entries?order=hits&per_page=5');
     $('#top-entries tbody').innerHTML = top.data.length
-      ? top.data.map((e) => `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`).join('')
+      ? top.data
+          .map(
+            (e) =>
+              `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`,
+          )
+          .join('')
       : '<tr><td colspan="3" class="muted">Nothing cached yet.</td></tr>';
     const slow = (await api('/entries?order=slowest&per_page=5')).data.filter((e) => e.average_lookup_ms !== null);
     $('#slow-entries tbody').innerHTML = slow.length
-      ? slow.map((e) => `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`).join('')
+      ? slow
+          .map(
+            (e) =>
+              `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`,
+          )
+          .join('')
       : '<tr><td colspan="3" class="muted">No hits served yet.</td></tr>';
   }
 
@@ -134,7 +169,9 @@
     $('#keys-table tbody').innerHTML = data.length
       ? data
           .map(
-            (k) => `<tr data-id="${esc(k.id)}"><td>${esc(k.name || 'Unnamed key')}</td><td><code>${esc(k.prefix)}…</code></td><td>${fmtDate(k.created_at)}</td><td>${k.last_used_at ? fmtDate(k.last_used_at) : '<span class="muted">never</span>'}</td>
+            (
+              k,
+            ) => `<tr data-id="${esc(k.id)}"><td>${esc(k.name || 'Unnamed key')}</td><td><code>${esc(k.prefix)}…</code></td><td>${fmtDate(k.created_at)}</td><td>${k.last_used_at ? fmtDate(k.last_used_at) : '<span class="muted">never</span>'}</td>
         <td><span class="status ${k.status}">${k.status === 'active' ? 'Active' : 'Revoked'}</span></td>
         <td class="num">${k.status === 'active' ? `<button class="danger revoke" data-id="${esc(k.id)}">Revoke</button>` : ''}</td></tr>`,
           )
@@ -149,7 +186,8 @@
     $('#entries-table tbody').innerHTML = r.data.length
       ? r.data
           .map(
-            (e) => `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
+            (e) =>
+              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
           )
           .join('')
       : `<tr><td colspan="4" class="muted">${state.q ? 'No entries match this search.' : 'Nothing cached yet: store answers through the API.'}</td></tr>`;
@@ -265,7 +303,10 @@
   $('#settings-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     try {
-      const me = await api('/settings', { method: 'PUT', body: { default_threshold: Number($('#threshold').value), entry_ttl_seconds: Number($('#ttl').value) } });
+      const me = await api('/settings', {
+        method: 'PUT',
+        body: { default_threshold: Number($('#threshold').value), entry_ttl_seconds: Number($('#ttl').value) },
+      });
       state.account = me.account;
       $('#settings-saved').hidden = false;
     } catch (e) {
