@@ -139,6 +139,7 @@ export class CacheService {
     const exactChecked = types.includes('exact');
     const semanticChecked = types.includes('semantic') && this.deps.embedder !== null;
     const hash = promptHash(input.messages);
+    const key = semanticKey(input.messages, input.namespace ?? '');
     const nowIso = new Date(this.now()).toISOString();
     const usable = <E extends EntryHead>(e: E | null): e is E =>
       e !== null && (e.expiresAt === null || e.expiresAt > nowIso) && (input.model === undefined || e.model === input.model);
@@ -146,7 +147,7 @@ export class CacheService {
     if (exactChecked) {
       const entry = await this.deps.store.getEntryByHash(account.id, hash);
       // Same exact hash means the same messages, so only the namespace can differ.
-      if (usable(entry) && entry.contextHash === semanticKey(input.messages, input.namespace ?? '').contextHash) {
+      if (usable(entry) && entry.contextHash === key.contextHash) {
         return this.settled(this.hit(account, entry, 'exact', null, t0));
       }
     }
@@ -154,7 +155,7 @@ export class CacheService {
     let closest = 0;
     if (semanticChecked) {
       const threshold = input.similarityThreshold ?? account.defaultThreshold ?? DEFAULT_THRESHOLD;
-      const found = await this.semanticSearch(account, input, usable);
+      const found = await this.semanticSearch(account, key, usable);
       if (found) {
         closest = found.score;
         if (found.score >= threshold) return this.settled(this.hit(account, found.entry, 'semantic', found.score, t0));
@@ -179,11 +180,10 @@ export class CacheService {
 
   private async semanticSearch(
     account: Account,
-    input: CheckInput,
+    key: SemanticKey,
     usable: (e: Entry | null) => e is Entry,
   ): Promise<{ entry: Entry; score: number } | null> {
     const embedder = this.deps.embedder as Embedder;
-    const key = semanticKey(input.messages, input.namespace ?? '');
     const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
     const [vector, prefixVector] = await embedder.embed(texts);
     if (!vector) return null;
