@@ -210,6 +210,9 @@ const toUsage = (r: UsageDbRow): UsageBucket => ({
   stores: r.stores,
 });
 
+/** Longest answer kept in the exact-hit read cache (10,000 entries × 4,096 characters at most). */
+const CACHED_ANSWER_CHARS = 4096;
+
 interface PendingPut {
   entry: NewEntry;
   resolve: (e: Entry) => void;
@@ -237,7 +240,7 @@ export class SqliteStore implements Store {
    * reports through PRAGMA data_version.
    */
   private readonly keyCache = new Lru<string, { key: ApiKey; account: Account }>(10_000);
-  private readonly entryCache = new Lru<string, EntryHead>(50_000);
+  private readonly entryCache = new Lru<string, EntryHead>(10_000);
   private seenVersion = -1;
   private lastVersionCheck = -Infinity;
 
@@ -463,7 +466,8 @@ export class SqliteStore implements Store {
     const r = this.stmts.entryByHash.get(accountId, exactHash);
     if (!r) return null;
     const head = toHead(r);
-    this.entryCache.set(ck, head);
+    // Bounded in bytes too: long answers are read from SQLite each time.
+    if (head.answer.length <= CACHED_ANSWER_CHARS) this.entryCache.set(ck, head);
     return head;
   }
 
