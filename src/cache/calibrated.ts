@@ -74,7 +74,8 @@ export class CalibratedScorer implements HitScorer {
     let i = this.info.get(text);
     if (!i) {
       i = analyse(text);
-      this.info.set(text, i);
+      // Only short texts are remembered, so the memo stays small in bytes as well as in count.
+      if (text.length <= 2048) this.info.set(text, i);
     }
     return i;
   }

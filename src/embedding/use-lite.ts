@@ -130,7 +130,8 @@ class UseLitePool implements Embedder {
     }).then(
       (v) => {
         this.inflight.delete(text);
-        this.memo.set(text, v);
+        // Long texts are not memoised: the memo stays bounded in bytes (10,000 × 4 KB keys at most).
+        if (text.length <= 4096) this.memo.set(text, v);
         return v;
       },
       (err: unknown) => {
