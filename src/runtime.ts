@@ -16,7 +16,7 @@ import { PostgresStore } from './store/postgres.ts';
 import { RedisRateLimiter } from './limits/redis.ts';
 import { IndexSync } from './cache/sync.ts';
 import { Redis } from 'ioredis';
-import { HybridIndex } from './vector/hnsw.ts';
+import { HybridIndex, loadSnapshot, saveSnapshot } from './vector/hnsw.ts';
 import type { VectorIndex } from './vector/interface.ts';
 
 /** The package version, read from package.json (one level up from src/, two from dist/src/). */
@@ -92,6 +92,8 @@ export interface Runtime {
   usage: UsageRecorder;
   embedder: Embedder | null;
   index: VectorIndex;
+  /** How the vector index was filled at start: vectors from the snapshot, then from the store. */
+  indexLoad: { fromSnapshot: number; fromStore: number };
   /** Cluster mode: keeps the index in step with other nodes' writes. */
   sync: IndexSync | null;
   close(): Promise<void>;
@@ -110,7 +112,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const store = await openStore(config);
   const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
   const limiter = openLimiter(config);
-  const index: VectorIndex = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
+  const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
   const clustered = store instanceof PostgresStore;
   const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000, Date.now, clustered);
   const cache = new CacheService({
@@ -127,7 +129,14 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       ? new IndexSync(store, index, embedder, config.databaseUrl, { pollMs: opts.syncPollMs })
       : null;
   await sync?.mark();
-  await cache.loadIndex();
+  // On the embedded store the index is saved at shutdown and loaded at start; only entries
+  // stored after the snapshot are read from the database. A snapshot is used once: loading
+  // removes it, so after a crash the index is rebuilt from the database, never from a snapshot
+  // older than the deletes made since.
+  const snapshotDir = !clustered && embedder ? path.join(config.dataDir, 'index') : null;
+  const watermark = snapshotDir && embedder ? loadSnapshot(index, snapshotDir, embedder.id) : null;
+  const fromSnapshot = index.size;
+  const fromStore = await cache.loadIndex(watermark ?? 0);
   await sync?.start();
   usage.start();
   const sweeper = setInterval(() => void cache.sweepExpired().catch(() => undefined), 60_000);
@@ -156,12 +165,15 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     usage,
     embedder,
     index,
+    indexLoad: { fromSnapshot, fromStore },
     sync,
     async close() {
       clearInterval(sweeper);
       await sync?.stop();
       await usage.close();
       await limiter.close();
+      // Last, after the counters are safe: a large index takes a while to write.
+      if (snapshotDir && embedder) saveSnapshot(index, snapshotDir, embedder.id);
       if (opts.embedder === undefined && embedder) await embedder.close();
       await store.close();
     },

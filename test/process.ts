@@ -95,7 +95,7 @@ export async function runCli(
 
 export async function api(
   base: string,
-  method: 'GET' | 'POST',
+  method: 'GET' | 'POST' | 'DELETE',
   path: string,
   key: string,
   body?: unknown,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { tempDir } from './helpers.ts';
 import { api, runCli, startServerProcess, type ServerProcess } from './process.ts';
@@ -99,6 +100,51 @@ describe('the real server, as a user runs it', () => {
     const usage = await api(server.url, 'GET', '/api/v1/usage', key);
     assert.equal(usage.json.total_requests, 25);
     assert.equal(usage.json.exact_hits, 25);
+  });
+
+  test('the vector index saved at shutdown is loaded once at start; after a crash it is rebuilt with later stores and deletes', async () => {
+    assert.ok(server);
+    const created = await runCli(['keys', 'create', '--account', 'snapshot', '--json'], env);
+    const key = (JSON.parse(created.stdout) as { key: string }).key;
+    const spider = await api(server.url, 'POST', '/api/v1/store', key, {
+      messages: [user('How many legs does a spider have?')],
+      answer: 'Eight.',
+    });
+    assert.equal(await server.stop('SIGTERM'), 0);
+    assert.ok(existsSync(path.join(dir, 'index', 'manifest.json')), 'index snapshot written at SIGTERM');
+
+    server = await startServerProcess(env);
+    const listening = server
+      .stdout()
+      .split('\n')
+      .find((l) => l.includes('Reprise is listening'));
+    const fromSnapshot = (JSON.parse(listening ?? '{}') as { vectors_from_snapshot?: number }).vectors_from_snapshot;
+    assert.ok(fromSnapshot !== undefined && fromSnapshot >= 2, listening);
+    assert.ok(!existsSync(path.join(dir, 'index')), 'the snapshot is consumed by the start that loads it');
+    const kept = await api(server.url, 'POST', '/api/v1/check', key, {
+      messages: [user('How many legs do spiders have?')],
+      similarity_threshold: 0.6,
+    });
+    assert.equal(kept.json.answer, 'Eight.', JSON.stringify(kept.json));
+    await api(server.url, 'POST', '/api/v1/store', key, {
+      messages: [user('What is the boiling point of water at sea level?')],
+      answer: '100 °C.',
+    });
+    const deleted = await api(server.url, 'DELETE', `/api/v1/entries/${spider.json.entry_id}`, key);
+    assert.equal(deleted.status, 200);
+    await server.stop('SIGKILL');
+
+    server = await startServerProcess(env);
+    const water = await api(server.url, 'POST', '/api/v1/check', key, {
+      messages: [user('At sea level, what is the boiling point of water?')],
+      similarity_threshold: 0.6,
+    });
+    assert.equal(water.json.answer, '100 °C.', JSON.stringify(water.json));
+    const gone = await api(server.url, 'POST', '/api/v1/check', key, {
+      messages: [user('How many legs do spiders have?')],
+      similarity_threshold: 0.6,
+    });
+    assert.equal(gone.json.cache_hit, false, JSON.stringify(gone.json));
   });
 
   test('the CLI explains bad usage', async () => {

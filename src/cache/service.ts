@@ -113,22 +113,23 @@ export class CacheService {
     return this.deps.embedder !== null;
   }
 
-  /** Loads every stored vector of the current embedder into the index. */
-  async loadIndex(batch = 5000): Promise<number> {
+  /** Loads the stored vectors of the current embedder with ids above `after` into the index. */
+  async loadIndex(after = 0, batch = 5000): Promise<number> {
     const embedder = this.deps.embedder;
     if (!embedder) return 0;
     const nowIso = new Date(this.now()).toISOString();
-    let after = 0;
     let loaded = 0;
     for (;;) {
       const rows = await this.deps.store.scanVectors(after, batch);
       if (rows.length === 0) break;
+      const items = [];
       for (const r of rows) {
         after = r.id;
         if (r.embedderId !== embedder.id || (r.expiresAt !== null && r.expiresAt <= nowIso)) continue;
-        this.deps.index.add(partitionOf(r.accountId, r.contextHash), r.id, r.vector);
-        loaded++;
+        items.push({ partition: partitionOf(r.accountId, r.contextHash), id: r.id, vector: r.vector });
       }
+      this.deps.index.addMany(items);
+      loaded += items.length;
     }
     return loaded;
   }

@@ -63,6 +63,10 @@ export class BruteForceIndex implements VectorIndex {
     this.count += p.ids.length - before;
   }
 
+  addMany(items: readonly { partition: string; id: number; vector: Float32Array }[]): void {
+    for (const it of items) this.add(it.partition, it.id, it.vector);
+  }
+
   remove(partition: string, id: number): void {
     const p = this.partitions.get(partition);
     if (!p) return;
@@ -70,6 +74,11 @@ export class BruteForceIndex implements VectorIndex {
     p.remove(id);
     this.count -= before - p.ids.length;
     if (p.ids.length === 0) this.partitions.delete(partition);
+  }
+
+  /** Every partition with its ids and packed vectors (row i of `data` is the vector of ids[i]). */
+  *partitionsData(): Generator<{ name: string; ids: readonly number[]; data: Float32Array }> {
+    for (const [name, p] of this.partitions) yield { name, ids: p.ids, data: p.data.subarray(0, p.ids.length * this.dimensions) };
   }
 
   /** Ids held in a partition. */

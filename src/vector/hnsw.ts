@@ -1,9 +1,13 @@
-import hnswlib from 'hnswlib-node';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import usearch, { type ScalarKind } from 'usearch';
 import { BruteForceIndex } from './brute.ts';
 import type { Neighbour, VectorIndex } from './interface.ts';
 
-const { HierarchicalNSW } = hnswlib;
-type Hnsw = InstanceType<typeof HierarchicalNSW>;
+type Graph = InstanceType<typeof usearch.Index>;
+
+/** How the graph stores vectors: half precision keeps recall on near-duplicates at half the memory. */
+export type Quantization = 'f32' | 'f16' | 'i8';
 
 export interface HnswOptions {
   /** A partition moves from exact search to HNSW when it reaches this many vectors. */
@@ -13,19 +17,12 @@ export interface HnswOptions {
   efConstruction?: number;
   /** Search breadth; at least k. */
   efSearch?: number;
-}
-
-interface Graph {
-  index: Hnsw;
-  /** Labels present and not deleted. */
-  live: Set<number>;
-  /** Labels marked deleted: never returned; restored if the same id is added again. */
-  deleted: Set<number>;
+  quantization?: Quantization;
 }
 
 /**
- * Exact search for small partitions and an HNSW graph (hnswlib) for large ones. A partition is
- * promoted once it reaches `crossover` vectors; deleted vectors are marked and never returned.
+ * Exact search for small partitions and an HNSW graph (usearch, half-precision vectors) for
+ * large ones. A partition is promoted once it reaches `crossover` vectors.
  */
 export class HybridIndex implements VectorIndex {
   private readonly small: BruteForceIndex;
@@ -35,7 +32,10 @@ export class HybridIndex implements VectorIndex {
   private readonly m: number;
   private readonly efConstruction: number;
   private readonly efSearch: number;
+  private readonly quantization: Quantization;
   private count = 0;
+  /** The highest id ever added: what a snapshot covers. */
+  private maxId = 0;
 
   constructor(
     readonly dimensions: number,
@@ -44,8 +44,9 @@ export class HybridIndex implements VectorIndex {
     this.small = new BruteForceIndex(dimensions);
     this.crossover = opts.crossover ?? 5000;
     this.m = opts.m ?? 16;
-    this.efConstruction = opts.efConstruction ?? 200;
+    this.efConstruction = opts.efConstruction ?? 128;
     this.efSearch = opts.efSearch ?? 128;
+    this.quantization = opts.quantization ?? 'f16';
   }
 
   get size(): number {
@@ -53,6 +54,7 @@ export class HybridIndex implements VectorIndex {
   }
 
   add(partition: string, id: number, vector: Float32Array): void {
+    if (id > this.maxId) this.maxId = id;
     const graph = this.graphs.get(partition);
     if (graph) {
       this.addToGraph(graph, id, vector);
@@ -67,48 +69,83 @@ export class HybridIndex implements VectorIndex {
     if (n >= this.crossover) this.promote(partition);
   }
 
-  private newGraph(capacity: number): Graph {
-    const index = new HierarchicalNSW('ip', this.dimensions);
-    index.initIndex({ maxElements: capacity, m: this.m, efConstruction: this.efConstruction, randomSeed: 42, allowReplaceDeleted: false });
-    index.setEf(this.efSearch);
-    return { index, live: new Set(), deleted: new Set() };
+  addMany(items: readonly { partition: string; id: number; vector: Float32Array }[]): void {
+    const byPartition = new Map<string, { id: number; vector: Float32Array }[]>();
+    for (const it of items) {
+      let list = byPartition.get(it.partition);
+      if (!list) byPartition.set(it.partition, (list = []));
+      list.push(it);
+    }
+    for (const [partition, list] of byPartition) {
+      let graph = this.graphs.get(partition);
+      const held = this.smallCount.get(partition) ?? 0;
+      if (!graph && held + list.length < this.crossover) {
+        for (const it of list) this.add(partition, it.id, it.vector);
+        continue;
+      }
+      if (!graph) {
+        this.promote(partition);
+        graph = this.graphs.get(partition) as Graph;
+      }
+      // New keys go in one multi-threaded call; keys already present are replaced one by one.
+      const fresh = list.filter((it) => !graph.contains(BigInt(it.id)));
+      for (const it of list) if (graph.contains(BigInt(it.id))) this.addToGraph(graph, it.id, it.vector);
+      const unique = [...new Map(fresh.map((it) => [it.id, it])).values()];
+      if (unique.length === 0) continue;
+      const matrix = new Float32Array(unique.length * this.dimensions);
+      const keys = new BigUint64Array(unique.length);
+      unique.forEach((it, i) => {
+        matrix.set(it.vector, i * this.dimensions);
+        keys[i] = BigInt(it.id);
+        if (it.id > this.maxId) this.maxId = it.id;
+      });
+      graph.add(keys, matrix, 0);
+      this.count += unique.length;
+    }
+  }
+
+  private newGraph(): Graph {
+    return new usearch.Index({
+      dimensions: this.dimensions,
+      metric: usearch.MetricKind.IP,
+      quantization: this.quantization as ScalarKind,
+      connectivity: this.m,
+      expansion_add: this.efConstruction,
+      expansion_search: this.efSearch,
+      multi: false,
+    });
   }
 
   private addToGraph(graph: Graph, id: number, vector: Float32Array): void {
-    const g = graph.index;
-    if (graph.deleted.has(id)) {
-      g.unmarkDelete(id);
-      graph.deleted.delete(id);
-    }
-    const isNew = !graph.live.has(id);
-    if (g.getCurrentCount() >= g.getMaxElements()) g.resizeIndex(Math.ceil(g.getMaxElements() * 1.5));
-    g.addPoint(Array.from(vector), id);
-    if (isNew) {
-      graph.live.add(id);
-      this.count++;
-    }
+    const key = BigInt(id);
+    if (graph.contains(key)) graph.remove(key);
+    else this.count++;
+    graph.add(key, vector);
   }
 
   private promote(partition: string): void {
     const ids = this.small.ids(partition);
-    const graph = this.newGraph(Math.max(ids.length * 2, 1024));
-    for (const id of ids) {
+    const graph = this.newGraph();
+    this.graphs.set(partition, graph);
+    if (ids.length === 0) return;
+    const matrix = new Float32Array(ids.length * this.dimensions);
+    const keys = new BigUint64Array(ids.length);
+    ids.forEach((id, i) => {
       const v = this.small.vector(partition, id);
-      if (v) graph.index.addPoint(Array.from(v), id);
-      graph.live.add(id);
-    }
+      if (v) matrix.set(v, i * this.dimensions);
+      keys[i] = BigInt(id);
+    });
+    graph.add(keys, matrix, 0);
     for (const id of ids) this.small.remove(partition, id);
     this.smallCount.delete(partition);
-    this.graphs.set(partition, graph);
   }
 
   remove(partition: string, id: number): void {
     const graph = this.graphs.get(partition);
     if (graph) {
-      if (!graph.live.has(id)) return;
-      graph.index.markDelete(id);
-      graph.live.delete(id);
-      graph.deleted.add(id);
+      const key = BigInt(id);
+      if (!graph.contains(key)) return;
+      graph.remove(key);
       this.count--;
       return;
     }
@@ -123,12 +160,140 @@ export class HybridIndex implements VectorIndex {
     }
   }
 
+  /** Whether a snapshot of this shape can be loaded into this index. */
+  accepts(m: Pick<Manifest, 'dimensions' | 'quantization' | 'm'>): boolean {
+    return m.dimensions === this.dimensions && m.quantization === this.quantization && m.m === this.m;
+  }
+
+  /** Empties the index. */
+  clear(): void {
+    for (const { name } of [...this.small.partitionsData()]) for (const id of this.small.ids(name)) this.small.remove(name, id);
+    this.smallCount.clear();
+    this.graphs.clear();
+    this.count = 0;
+    this.maxId = 0;
+  }
+
+  /** Writes the partitions into `dir`; see saveSnapshot. */
+  writeTo(dir: string, tag: string): Manifest {
+    const graphs: Manifest['graphs'] = [];
+    let n = 0;
+    for (const [partition, graph] of this.graphs) {
+      const file = `graph-${n++}.usearch`;
+      graph.save(path.join(dir, file));
+      graphs.push({ partition, file, size: graph.size() });
+    }
+    const parts: Buffer[] = [];
+    for (const { name, ids, data } of this.small.partitionsData()) {
+      const nameBytes = Buffer.from(name, 'utf8');
+      const head = Buffer.alloc(8);
+      head.writeUInt32LE(nameBytes.length, 0);
+      head.writeUInt32LE(ids.length, 4);
+      parts.push(head, nameBytes, Buffer.from(Float64Array.from(ids).buffer), Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    }
+    writeFileSync(path.join(dir, 'flat.bin'), Buffer.concat(parts));
+    return {
+      format: 1,
+      dimensions: this.dimensions,
+      quantization: this.quantization,
+      m: this.m,
+      tag,
+      watermark: this.maxId,
+      flat: 'flat.bin',
+      graphs,
+    };
+  }
+
+  /** Reads a snapshot into this (empty) index; see loadSnapshot. */
+  readFrom(dir: string, manifest: Manifest): void {
+    for (const g of manifest.graphs) {
+      const graph = this.newGraph();
+      graph.load(path.join(dir, g.file));
+      if (graph.size() !== g.size) throw new Error(`snapshot graph ${g.file} holds ${graph.size()} vectors, expected ${g.size}`);
+      this.graphs.set(g.partition, graph);
+      this.count += g.size;
+    }
+    const buf = readFileSync(path.join(dir, manifest.flat));
+    const d = this.dimensions;
+    let off = 0;
+    while (off < buf.length) {
+      const nameLength = buf.readUInt32LE(off);
+      const count = buf.readUInt32LE(off + 4);
+      off += 8;
+      const name = buf.toString('utf8', off, off + nameLength);
+      off += nameLength;
+      const ids = new Float64Array(buf.buffer.slice(buf.byteOffset + off, buf.byteOffset + off + count * 8));
+      off += count * 8;
+      const data = new Float32Array(buf.buffer.slice(buf.byteOffset + off, buf.byteOffset + off + count * d * 4));
+      off += count * d * 4;
+      for (let i = 0; i < count; i++) this.add(name, ids[i] as number, data.subarray(i * d, (i + 1) * d));
+    }
+    this.maxId = Math.max(this.maxId, manifest.watermark);
+  }
+
   search(partition: string, query: Float32Array, k: number): Neighbour[] {
     const graph = this.graphs.get(partition);
     if (!graph) return this.small.search(partition, query, k);
-    const n = Math.min(k, graph.live.size);
+    const n = Math.min(k, graph.size());
     if (n <= 0) return [];
-    const res = graph.index.searchKnn(Array.from(query), n);
-    return res.neighbors.map((id, i) => ({ id, cosine: 1 - (res.distances[i] as number) }));
+    const res = graph.search(query, n, 1);
+    const out: Neighbour[] = [];
+    for (let i = 0; i < res.keys.length; i++) out.push({ id: Number(res.keys[i]), cosine: 1 - (res.distances[i] as number) });
+    return out;
   }
+}
+
+/** What a snapshot directory describes; `watermark` is the highest entry id it covers. */
+interface Manifest {
+  format: 1;
+  dimensions: number;
+  quantization: Quantization;
+  m: number;
+  tag: string;
+  watermark: number;
+  flat: string;
+  graphs: { partition: string; file: string; size: number }[];
+}
+
+/**
+ * Writes the index to `dir` (graphs in usearch's file format, small partitions as packed
+ * float32 rows) so a restart loads it instead of rebuilding. The new snapshot is written beside
+ * the old one and swapped in by renames, so a crash leaves one whole snapshot or the other.
+ * `tag` names what the vectors mean (the embedder); a snapshot with another tag is not loaded.
+ */
+export function saveSnapshot(index: HybridIndex, dir: string, tag: string): void {
+  const tmp = `${dir}.new`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  const manifest = index.writeTo(tmp, tag);
+  writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify(manifest));
+  const old = `${dir}.old`;
+  rmSync(old, { recursive: true, force: true });
+  if (existsSync(dir)) renameSync(dir, old);
+  renameSync(tmp, dir);
+  rmSync(old, { recursive: true, force: true });
+}
+
+/**
+ * Loads a snapshot written by `saveSnapshot` into an empty index and removes it from disk, so it
+ * is used once. Returns the highest entry id it covers (entries after it are to be added from
+ * the store), or null when there is no usable snapshot: none, another tag or shape, or unreadable.
+ */
+export function loadSnapshot(index: HybridIndex, dir: string, tag: string): number | null {
+  let manifest: Manifest;
+  try {
+    manifest = JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Manifest;
+  } catch {
+    return null;
+  }
+  if (manifest.format !== 1 || manifest.tag !== tag || !index.accepts(manifest)) return null;
+  try {
+    index.readFrom(dir, manifest);
+  } catch {
+    index.clear();
+    return null;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return manifest.watermark;
 }

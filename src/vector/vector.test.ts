@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { BruteForceIndex } from './brute.ts';
-import { HybridIndex } from './hnsw.ts';
+import { HybridIndex, loadSnapshot, saveSnapshot } from './hnsw.ts';
 import type { VectorIndex } from './interface.ts';
 
 /** Deterministic unit vectors. */
@@ -80,5 +83,66 @@ for (const [name, make] of [
       assert.equal(index.size, 80);
       assert.equal(index.search('p', randomUnit(999, 64), 1)[0]?.id, 3);
     });
+
+    test('many vectors added at once are found like ones added singly, over partitions', () => {
+      const index = make();
+      fill(index, 30, 'a');
+      const items = [];
+      for (let i = 31; i <= 230; i++) items.push({ partition: i % 4 === 0 ? 'b' : 'a', id: i, vector: randomUnit(i, 64) });
+      items.push({ partition: 'a', id: 5, vector: randomUnit(777, 64) });
+      index.addMany(items);
+      assert.equal(index.size, 230);
+      for (const id of [1, 31, 33, 229]) assert.equal(index.search('a', nearDuplicate(randomUnit(id, 64), id), 1)[0]?.id, id);
+      assert.equal(index.search('b', randomUnit(32, 64), 1)[0]?.id, 32);
+      assert.equal(index.search('a', randomUnit(777, 64), 1)[0]?.id, 5);
+      assert.ok(!index.search('b', randomUnit(33, 64), 60).some((n) => n.id === 33));
+    });
   });
 }
+
+describe('index snapshot', () => {
+  const build = () => {
+    const index = new HybridIndex(64, { crossover: 50 });
+    for (let i = 1; i <= 120; i++) index.add('big', i, randomUnit(i, 64));
+    for (let i = 121; i <= 130; i++) index.add('small', i, randomUnit(i, 64));
+    index.remove('big', 7);
+    index.remove('small', 125);
+    return index;
+  };
+
+  test('a saved index loads once, with the same contents, removals and watermark', () => {
+    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'reprise-snap-')), 'index');
+    const before = build();
+    saveSnapshot(before, dir, 'embedder@1');
+    const after = new HybridIndex(64, { crossover: 50 });
+    assert.equal(loadSnapshot(after, dir, 'embedder@1'), 130);
+    assert.equal(after.size, 128);
+    assert.equal(loadSnapshot(new HybridIndex(64, { crossover: 50 }), dir, 'embedder@1'), null, 'a snapshot is used once');
+    for (const id of [1, 60, 120]) assert.equal(after.search('big', nearDuplicate(randomUnit(id, 64), id + 1000), 1)[0]?.id, id);
+    assert.equal(after.search('small', randomUnit(123, 64), 1)[0]?.id, 123);
+    assert.ok(!after.search('big', randomUnit(7, 64), 5).some((n) => n.id === 7));
+    assert.ok(!after.search('small', randomUnit(125, 64), 10).some((n) => n.id === 125));
+    // The loaded index keeps working: adds and removals after the load.
+    after.add('big', 500, randomUnit(500, 64));
+    after.remove('big', 1);
+    assert.equal(after.search('big', randomUnit(500, 64), 1)[0]?.id, 500);
+    assert.ok(!after.search('big', randomUnit(1, 64), 5).some((n) => n.id === 1));
+  });
+
+  test('a snapshot of another embedder, another shape, or none is not loaded', () => {
+    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'reprise-snap-')), 'index');
+    assert.equal(loadSnapshot(new HybridIndex(64), dir, 'embedder@1'), null);
+    saveSnapshot(build(), dir, 'embedder@1');
+    const other = new HybridIndex(64);
+    assert.equal(loadSnapshot(other, dir, 'embedder@2'), null);
+    assert.equal(other.size, 0);
+    assert.equal(loadSnapshot(new HybridIndex(32), dir, 'embedder@1'), null);
+    // Saving again replaces the snapshot whole.
+    const smaller = new HybridIndex(64, { crossover: 50 });
+    smaller.add('small', 1, randomUnit(1, 64));
+    saveSnapshot(smaller, dir, 'embedder@1');
+    const loaded = new HybridIndex(64, { crossover: 50 });
+    assert.equal(loadSnapshot(loaded, dir, 'embedder@1'), 1);
+    assert.equal(loaded.size, 1);
+  });
+});
