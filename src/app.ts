@@ -48,6 +48,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: false } },
     return503OnClosing: true,
+    // One line per request, written when it completes (see the onResponse hook below).
+    disableRequestLogging: true,
   });
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
   app.removeContentTypeParser('text/plain');
@@ -72,12 +74,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     },
   });
 
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('X-Request-Id', request.id);
-  });
-
   const auth = authHook(ctx);
   app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
     if (request.url.startsWith('/api/v1/') || request.url === '/api/v1') {
       await auth(request, reply);
       return;
@@ -119,6 +118,14 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       reply.header('Retry-After', apiError.retryAfter);
     }
     return errorBody(apiError);
+  });
+
+  app.addHook('onResponse', (request, reply, done) => {
+    request.log.info(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 },
+      'request completed',
+    );
+    done();
   });
 
   const metrics = new Metrics();

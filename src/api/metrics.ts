@@ -24,11 +24,12 @@ export class Metrics {
 
   /** Adds the request hook and `GET /metrics`. */
   install(app: FastifyInstance): void {
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       this.http.observe(
         { method: request.method, route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) },
         reply.elapsedTime / 1000,
       );
+      done();
     });
     app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
       reply.header('Content-Type', this.registry.contentType);

@@ -1,3 +1,4 @@
+import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { UseLiteModel } from './use-lite.model.ts';
 
@@ -9,6 +10,14 @@ interface Request {
 
 const port = parentPort;
 if (!port) throw new Error('use-lite.worker must run in a worker thread');
+
+// Embedding yields the CPU to the event loop: on Linux a thread's nice value is its own, so
+// this lowers only this worker, and exact hits are answered first when the cores are busy.
+try {
+  setPriority(10);
+} catch {
+  // Not permitted here (or not supported): embedding runs at normal priority.
+}
 
 const model = await UseLiteModel.load();
 port.postMessage({ ready: true });
