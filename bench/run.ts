@@ -2,7 +2,7 @@
  * The benchmark: drives the real server over loopback and prints each figure beside a baseline
  * measured in the same run; writes bench/results/latest.json.
  *
- *   npm run bench -- [--quick] [--scale 10000,100000] [--skip index,mix]
+ *   npm run bench -- [--quick] [--scale 10000,100000] [--skip http,index,mix]
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -70,143 +70,145 @@ async function startBaseline(size: number): Promise<{ url: string; stop: () => v
 
 const user = (content: string) => ({ role: 'user', content });
 
-const dataDir = mkdtempSync(path.join(tmpdir(), 'reprise-bench-'));
-const env = { REPRISE_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
-const created = await runCli(['keys', 'create', '--account', 'bench', '--plan', 'unlimited', '--json'], env);
-const key = (JSON.parse(created.stdout) as { key: string }).key;
-const auth = { authorization: `Bearer ${key}` };
-const server = await startServerProcess({ ...env, LOG_LEVEL: 'info' });
-const base = server.url;
-console.log(`server ${base}, data ${dataDir}, ${cpus().length} cores`);
+if (!skip.has('http')) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'reprise-bench-'));
+  const env = { REPRISE_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  const created = await runCli(['keys', 'create', '--account', 'bench', '--plan', 'unlimited', '--json'], env);
+  const key = (JSON.parse(created.stdout) as { key: string }).key;
+  const auth = { authorization: `Bearer ${key}` };
+  const server = await startServerProcess({ ...env, LOG_LEVEL: 'info' });
+  const base = server.url;
+  console.log(`server ${base}, data ${dataDir}, ${cpus().length} cores`);
 
-try {
-  // 1. Exact hits against a bare Fastify route with a body of the same size.
-  const exactMessages = [user('What is the capital of Australia?')];
-  await fetch(`${base}/api/v1/store`, {
-    method: 'POST',
-    headers: { ...auth, 'content-type': 'application/json' },
-    body: JSON.stringify({ messages: exactMessages, answer: 'Canberra is the capital of Australia.', model: 'gpt-4o', tokens_used: 12 }),
-  });
-  const hitBody = await (
-    await fetch(`${base}/api/v1/check`, {
+  try {
+    // 1. Exact hits against a bare Fastify route with a body of the same size.
+    const exactMessages = [user('What is the capital of Australia?')];
+    await fetch(`${base}/api/v1/store`, {
       method: 'POST',
       headers: { ...auth, 'content-type': 'application/json' },
-      body: JSON.stringify({ messages: exactMessages }),
-    })
-  ).text();
-  const baseline = await startBaseline(hitBody.length);
-  const checkBody = JSON.stringify({ messages: exactMessages });
-  const [exact, bare] = await paired(
-    quick ? 1 : 3,
-    () => load({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 16, duration: seconds }),
-    () => load({ url: `${baseline.url}/check`, body: checkBody, connections: 16, duration: seconds }),
-  );
-  baseline.stop();
-  const serverSide: number[] = [];
-  for (let i = 0; i < 300; i++) {
-    const r = (await (
-      await fetch(`${base}/api/v1/check`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: checkBody })
-    ).json()) as { lookup_time_ms: number };
-    serverSide.push(r.lookup_time_ms);
-  }
-  serverSide.sort((a, b) => a - b);
-  const serverP99 = serverSide[Math.floor(serverSide.length * 0.99)] as number;
-  console.log('\nfigure | value | baseline | ratio');
-  row(
-    'exact-hit check, req/s (c=16)',
-    fmt(exact.requestsPerSecond, 0),
-    fmt(bare.requestsPerSecond, 0),
-    fmt(exact.requestsPerSecond / bare.requestsPerSecond),
-  );
-  row('exact-hit check, p50 / p99 ms', `${exact.p50} / ${exact.p99}`, `${bare.p50} / ${bare.p99}`, '');
-  row('exact lookup, server-side p50 / p99 ms', `${serverSide[150]} / ${serverP99}`, '', '');
-  summary.exact = {
-    exact,
-    bare,
-    ratio: exact.requestsPerSecond / bare.requestsPerSecond,
-    serverSideP50: serverSide[150],
-    serverSideP99: serverP99,
-  };
-
-  // 2. Durable stores.
-  const stores = await load({
-    url: `${base}/api/v1/store`,
-    headers: auth,
-    connections: 16,
-    duration: seconds,
-    body: (i) =>
-      JSON.stringify({
-        messages: [user(`store benchmark question ${i} ${Math.random()}`)],
-        answer: 'An answer of moderate length for the benchmark.',
-        model: 'gpt-4o',
-      }),
-  });
-  row('store (durable, embedded), req/s (c=16)', fmt(stores.requestsPerSecond, 0), '', '');
-  summary.store = stores;
-
-  // 3. Semantic checks: misses (new questions) and hits (paraphrases of stored ones).
-  const mock = readFileSync(path.join(evalDir, 'gptcache_mock.dev.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as { a: string; b: string; label: number })
-    .filter((p) => p.label === 1);
-  await Promise.all(
-    mock.map((p) =>
-      fetch(`${base}/api/v1/store`, {
+      body: JSON.stringify({ messages: exactMessages, answer: 'Canberra is the capital of Australia.', model: 'gpt-4o', tokens_used: 12 }),
+    });
+    const hitBody = await (
+      await fetch(`${base}/api/v1/check`, {
         method: 'POST',
         headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ messages: [user(p.a)], answer: 'cached', model: 'gpt-4o' }),
-      }),
-    ),
-  );
-  const semantic: Record<string, unknown> = {};
-  let n = 0;
-  for (const c of [1, 8, 32]) {
-    const miss = await load({
-      url: `${base}/api/v1/check`,
-      headers: auth,
-      connections: c,
-      duration: seconds,
-      body: () =>
-        JSON.stringify({ messages: [user(`An unseen question number ${n++} about topic ${Math.random()}`)], cache_types: ['semantic'] }),
-    });
-    const hit = await load({
-      url: `${base}/api/v1/check`,
-      headers: auth,
-      connections: c,
-      duration: seconds,
-      body: () => JSON.stringify({ messages: [user(`${mock[n++ % mock.length]?.b} ${n}`)] }),
-    });
-    row(`semantic miss c=${c}: req/s, p50 / p99 ms`, `${fmt(miss.requestsPerSecond, 0)}, ${miss.p50} / ${miss.p99}`, '', '');
-    row(`semantic check (paraphrase) c=${c}: req/s, p50 / p99 ms`, `${fmt(hit.requestsPerSecond, 0)}, ${hit.p50} / ${hit.p99}`, '', '');
-    semantic[`c${c}`] = { miss, hit };
-  }
-  summary.semantic = semantic;
+        body: JSON.stringify({ messages: exactMessages }),
+      })
+    ).text();
+    const baseline = await startBaseline(hitBody.length);
+    const checkBody = JSON.stringify({ messages: exactMessages });
+    const [exact, bare] = await paired(
+      quick ? 1 : 3,
+      () => load({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 16, duration: seconds }),
+      () => load({ url: `${baseline.url}/check`, body: checkBody, connections: 16, duration: seconds }),
+    );
+    baseline.stop();
+    const serverSide: number[] = [];
+    for (let i = 0; i < 300; i++) {
+      const r = (await (
+        await fetch(`${base}/api/v1/check`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: checkBody })
+      ).json()) as { lookup_time_ms: number };
+      serverSide.push(r.lookup_time_ms);
+    }
+    serverSide.sort((a, b) => a - b);
+    const serverP99 = serverSide[Math.floor(serverSide.length * 0.99)] as number;
+    console.log('\nfigure | value | baseline | ratio');
+    row(
+      'exact-hit check, req/s (c=16)',
+      fmt(exact.requestsPerSecond, 0),
+      fmt(bare.requestsPerSecond, 0),
+      fmt(exact.requestsPerSecond / bare.requestsPerSecond),
+    );
+    row('exact-hit check, p50 / p99 ms', `${exact.p50} / ${exact.p99}`, `${bare.p50} / ${bare.p99}`, '');
+    row('exact lookup, server-side p50 / p99 ms', `${serverSide[150]} / ${serverP99}`, '', '');
+    summary.exact = {
+      exact,
+      bare,
+      ratio: exact.requestsPerSecond / bare.requestsPerSecond,
+      serverSideP50: serverSide[150],
+      serverSideP99: serverP99,
+    };
 
-  // 4. Exact hits alone, then while a semantic load runs.
-  const exactAlone = await load({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 4, duration: seconds });
-  const [exactLoaded] = await Promise.all([
-    load({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 4, duration: seconds }),
-    load({
-      url: `${base}/api/v1/check`,
+    // 2. Durable stores.
+    const stores = await load({
+      url: `${base}/api/v1/store`,
       headers: auth,
       connections: 16,
       duration: seconds,
-      body: () => JSON.stringify({ messages: [user(`Semantic background load ${n++} ${Math.random()}`)] }),
-    }),
-  ]);
-  row('exact-hit p99 ms under semantic load', exactLoaded.p99, exactAlone.p99, fmt(exactLoaded.p99 / Math.max(exactAlone.p99, 0.001)));
-  summary.exactUnderLoad = { alone: exactAlone, loaded: exactLoaded };
+      body: (i) =>
+        JSON.stringify({
+          messages: [user(`store benchmark question ${i} ${Math.random()}`)],
+          answer: 'An answer of moderate length for the benchmark.',
+          model: 'gpt-4o',
+        }),
+    });
+    row('store (durable, embedded), req/s (c=16)', fmt(stores.requestsPerSecond, 0), '', '');
+    summary.store = stores;
 
-  // 6. Realistic mix: replay of real prompts (check, store on miss).
-  if (!skip.has('mix')) {
-    const mix: MixResult = await replayPrompts(base, key, evalDir, quick ? 400 : 2000);
-    row('prompt replay: hit rate %, p50 / p99 ms', `${fmt(mix.hitRate * 100, 1)}, ${fmt(mix.p50)} / ${fmt(mix.p99)}`, '', '');
-    summary.mix = mix;
+    // 3. Semantic checks: misses (new questions) and hits (paraphrases of stored ones).
+    const mock = readFileSync(path.join(evalDir, 'gptcache_mock.dev.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { a: string; b: string; label: number })
+      .filter((p) => p.label === 1);
+    await Promise.all(
+      mock.map((p) =>
+        fetch(`${base}/api/v1/store`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ messages: [user(p.a)], answer: 'cached', model: 'gpt-4o' }),
+        }),
+      ),
+    );
+    const semantic: Record<string, unknown> = {};
+    let n = 0;
+    for (const c of [1, 8, 32]) {
+      const miss = await load({
+        url: `${base}/api/v1/check`,
+        headers: auth,
+        connections: c,
+        duration: seconds,
+        body: () =>
+          JSON.stringify({ messages: [user(`An unseen question number ${n++} about topic ${Math.random()}`)], cache_types: ['semantic'] }),
+      });
+      const hit = await load({
+        url: `${base}/api/v1/check`,
+        headers: auth,
+        connections: c,
+        duration: seconds,
+        body: () => JSON.stringify({ messages: [user(`${mock[n++ % mock.length]?.b} ${n}`)] }),
+      });
+      row(`semantic miss c=${c}: req/s, p50 / p99 ms`, `${fmt(miss.requestsPerSecond, 0)}, ${miss.p50} / ${miss.p99}`, '', '');
+      row(`semantic check (paraphrase) c=${c}: req/s, p50 / p99 ms`, `${fmt(hit.requestsPerSecond, 0)}, ${hit.p50} / ${hit.p99}`, '', '');
+      semantic[`c${c}`] = { miss, hit };
+    }
+    summary.semantic = semantic;
+
+    // 4. Exact hits alone, then while a semantic load runs.
+    const exactAlone = await load({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 4, duration: seconds });
+    const [exactLoaded] = await Promise.all([
+      load({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 4, duration: seconds }),
+      load({
+        url: `${base}/api/v1/check`,
+        headers: auth,
+        connections: 16,
+        duration: seconds,
+        body: () => JSON.stringify({ messages: [user(`Semantic background load ${n++} ${Math.random()}`)] }),
+      }),
+    ]);
+    row('exact-hit p99 ms under semantic load', exactLoaded.p99, exactAlone.p99, fmt(exactLoaded.p99 / Math.max(exactAlone.p99, 0.001)));
+    summary.exactUnderLoad = { alone: exactAlone, loaded: exactLoaded };
+
+    // 6. Realistic mix: replay of real prompts (check, store on miss).
+    if (!skip.has('mix')) {
+      const mix: MixResult = await replayPrompts(base, key, evalDir, quick ? 400 : 2000);
+      row('prompt replay: hit rate %, p50 / p99 ms', `${fmt(mix.hitRate * 100, 1)}, ${fmt(mix.p50)} / ${fmt(mix.p99)}`, '', '');
+      summary.mix = mix;
+    }
+  } finally {
+    await server.stop('SIGTERM');
+    rmSync(dataDir, { recursive: true, force: true });
   }
-} finally {
-  await server.stop('SIGTERM');
-  rmSync(dataDir, { recursive: true, force: true });
 }
 
 // 5. Index scale, in process.
@@ -217,8 +219,8 @@ if (!skip.has('index')) {
     const r = await indexScale(size);
     scale.push(r);
     row(
-      `index ${size}: search p50 / p99 ms, recall@1, bytes/entry, build s`,
-      `${fmt(r.p50, 3)} / ${fmt(r.p99, 3)}, ${fmt(r.recall, 3)}, ${fmt(r.bytesPerEntry, 0)}, ${fmt(r.buildSeconds, 1)}`,
+      `index ${size}: search p50 / p99 ms, recall@1, bytes/entry, build s, snapshot save / load s`,
+      `${fmt(r.p50, 3)} / ${fmt(r.p99, 3)}, ${fmt(r.recall, 3)}, ${fmt(r.bytesPerEntry, 0)}, ${fmt(r.buildSeconds, 1)}, ${fmt(r.saveSeconds, 1)} / ${fmt(r.loadSeconds, 1)}`,
       `brute p50 ${fmt(r.bruteP50, 3)}`,
       fmt(r.bruteP50 / r.p50, 1),
     );

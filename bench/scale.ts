@@ -1,5 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import { HybridIndex } from '../src/vector/hnsw.ts';
+import { mkdtempSync, rmSync, statSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { HybridIndex, loadSnapshot, saveSnapshot } from '../src/vector/hnsw.ts';
 import { seededRandom as rng } from '../src/util/random.ts';
 
 export interface ScaleResult {
@@ -10,6 +13,11 @@ export interface ScaleResult {
   recall: number;
   bytesPerEntry: number;
   buildSeconds: number;
+  /** Writing the index snapshot (done at shutdown). */
+  saveSeconds: number;
+  /** Loading the snapshot into a new index and serving the first search (done at start). */
+  loadSeconds: number;
+  snapshotBytesPerEntry: number;
 }
 
 const DIMS = 512;
@@ -50,10 +58,28 @@ export async function indexScale(size: number, queries = size >= 1_000_000 ? 50 
   const rssBefore = process.memoryUsage().rss;
   const index = new HybridIndex(DIMS, { crossover: 2000 });
   const t0 = performance.now();
-  for (let i = 0; i < size; i++) index.add('bench', i, vectorOf(i, centres));
+  // In chunks, as a start-up without a snapshot reads them from the store.
+  for (let start = 0; start < size; start += 5000) {
+    const items = [];
+    for (let i = start; i < Math.min(size, start + 5000); i++) items.push({ partition: 'bench', id: i, vector: vectorOf(i, centres) });
+    index.addMany(items);
+  }
   const buildSeconds = (performance.now() - t0) / 1000;
   global.gc?.();
   const bytesPerEntry = (process.memoryUsage().rss - rssBefore) / size;
+
+  // Start-up: the snapshot written at shutdown, loaded into a fresh index, then one search.
+  const snapDir = mkdtempSync(path.join(tmpdir(), 'reprise-scale-'));
+  const s0 = performance.now();
+  saveSnapshot(index, path.join(snapDir, 'index'), 'bench');
+  const saveSeconds = (performance.now() - s0) / 1000;
+  const snapshotBytes = readdirSync(path.join(snapDir, 'index')).reduce((sum, f) => sum + statSync(path.join(snapDir, 'index', f)).size, 0);
+  const l0 = performance.now();
+  const reloaded = new HybridIndex(DIMS, { crossover: 2000 });
+  if (loadSnapshot(reloaded, path.join(snapDir, 'index'), 'bench') === null) throw new Error('snapshot did not load');
+  reloaded.search('bench', vectorOf(0, centres), 1);
+  const loadSeconds = (performance.now() - l0) / 1000;
+  rmSync(snapDir, { recursive: true, force: true });
 
   // The brute-force reference holds every vector, allocated after the memory reading.
   const ref = new Float32Array(size * DIMS);
@@ -68,7 +94,7 @@ export async function indexScale(size: number, queries = size >= 1_000_000 ? 50 
     for (let d = 0; d < DIMS; d++) query[d] = (query[d] as number) + 0.01 * (q() - 0.5);
     unit(query);
     const s = performance.now();
-    const got = index.search('bench', query, 1)[0];
+    const got = reloaded.search('bench', query, 1)[0];
     times.push(performance.now() - s);
     const b0 = performance.now();
     let best = -1;
@@ -93,5 +119,8 @@ export async function indexScale(size: number, queries = size >= 1_000_000 ? 50 
     recall: agree / queries,
     bytesPerEntry,
     buildSeconds,
+    saveSeconds,
+    loadSeconds,
+    snapshotBytesPerEntry: snapshotBytes / size,
   };
 }
