@@ -3,10 +3,17 @@ import { Lru } from '../util/lru.ts';
 import { analyse, FEATURE_NAMES, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
 
+/** One network: ReLU hidden layers, one output logit, and a linear path from the hand-made features. */
+export interface HitNet {
+  layers: { in: number; out: number; w: ArrayLike<number>; b: ArrayLike<number> }[];
+  /** Weights of a linear path from the standardised hand-made features straight to the output. */
+  skip?: ArrayLike<number>;
+}
+
 /**
- * The weights file written by `scripts/train-scorer.ts`: a small feed-forward network (ReLU
- * hidden layers, one output logit) over the standardised hand-made features followed by the
- * element-wise product and absolute difference of the two vectors.
+ * The weights file written by `scripts/train-scorer.ts`: a small ensemble of feed-forward
+ * networks over the standardised hand-made features followed by the element-wise product and
+ * absolute difference of the two vectors.
  */
 export interface HitModel {
   version: number;
@@ -14,13 +21,22 @@ export interface HitModel {
   features: string[];
   mean: number[];
   std: number[];
-  layers: { in: number; out: number; w: number[]; b: number[] }[];
+  /** The members of the ensemble; their logits are averaged. */
+  nets: HitNet[];
 }
 
 export function loadHitModel(url: URL = new URL('./hit-model.json', import.meta.url)): HitModel {
   const model = JSON.parse(readFileSync(url, 'utf8')) as HitModel;
+  if (model.version !== 3 || !Array.isArray(model.nets) || model.nets.length === 0) {
+    throw new Error(`hit model ${url.pathname} is not a version 3 model`);
+  }
   if (model.features.join() !== FEATURE_NAMES.join()) {
     throw new Error(`hit model ${url.pathname} was trained on other features`);
+  }
+  // Typed arrays: the forward pass reads them several times faster than JSON arrays.
+  for (const net of model.nets) {
+    net.layers = net.layers.map((l) => ({ ...l, w: Float64Array.from(l.w), b: Float64Array.from(l.b) }));
+    if (net.skip) net.skip = Float64Array.from(net.skip);
   }
   return model;
 }
@@ -43,20 +59,36 @@ export function inputVector(model: HitModel, hand: number[], u: Float32Array, v:
   return x;
 }
 
-/** The output logit. */
-export function forward(model: HitModel, x: Float64Array): number {
+/** The output logit of one network. */
+export function forwardNet(net: HitNet, x: Float64Array): number {
   let a: Float64Array = x;
-  model.layers.forEach((layer, l) => {
-    const z = new Float64Array(layer.out);
-    for (let o = 0; o < layer.out; o++) {
-      let sum = layer.b[o] as number;
-      const off = o * layer.in;
-      for (let i = 0; i < layer.in; i++) sum += (layer.w[off + i] as number) * (a[i] as number);
-      z[o] = l + 1 < model.layers.length ? Math.max(0, sum) : sum;
+  const last = net.layers.length - 1;
+  for (let l = 0; l <= last; l++) {
+    const layer = net.layers[l] as HitNet['layers'][number];
+    const n = layer.in;
+    const out = layer.out;
+    const w = layer.w as Float64Array;
+    const b = layer.b as Float64Array;
+    const z = new Float64Array(out);
+    for (let o = 0; o < out; o++) {
+      let sum = b[o] as number;
+      const off = o * n;
+      for (let i = 0; i < n; i++) sum += (w[off + i] as number) * (a[i] as number);
+      z[o] = l < last ? Math.max(0, sum) : sum;
     }
     a = z;
-  });
-  return a[0] as number;
+  }
+  let out = a[0] as number;
+  const skip = net.skip;
+  if (skip) for (let i = 0; i < skip.length; i++) out += (skip[i] as number) * (x[i] as number);
+  return out;
+}
+
+/** The ensemble's logit: the mean of its networks' logits. */
+export function forward(model: HitModel, x: Float64Array): number {
+  let sum = 0;
+  for (const net of model.nets) sum += forwardNet(net, x);
+  return sum / model.nets.length;
 }
 
 /**
@@ -65,7 +97,7 @@ export function forward(model: HitModel, x: Float64Array): number {
  * (numbers, negation, names, rare words, question words, word overlap). Identical texts score 1.
  */
 export class CalibratedScorer implements HitScorer {
-  readonly id = 'calibrated@2';
+  readonly id = 'calibrated@3';
   private readonly info = new Lru<string, TextInfo>(20_000);
 
   constructor(private readonly model: HitModel = loadHitModel()) {}

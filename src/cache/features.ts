@@ -100,6 +100,12 @@ export interface TextInfo {
   /** Capitalised words not at the start of a sentence: names, places, products. */
   names: Set<string>;
   normalised: string;
+  /** Distinct words, word bigrams, and character trigrams (of the first 1,000 characters). */
+  wordSet: Set<string>;
+  bigrams: Set<string>;
+  charTrigrams: Set<string>;
+  /** Ends with a question mark. */
+  question: boolean;
 }
 
 export function analyse(text: string): TextInfo {
@@ -131,7 +137,26 @@ export function analyse(text: string): TextInfo {
       }
     });
   }
-  return { words, content, weight, numbers, negations, questionWords, names, normalised: words.join(' ') };
+  const normalised = words.join(' ');
+  const bigrams = new Set<string>();
+  for (let i = 0; i + 1 < words.length; i++) bigrams.add(`${words[i]} ${words[i + 1]}`);
+  const charTrigrams = new Set<string>();
+  const padded = ` ${normalised.slice(0, 1000)} `;
+  for (let i = 0; i + 3 <= padded.length; i++) charTrigrams.add(padded.slice(i, i + 3));
+  return {
+    words,
+    content,
+    weight,
+    numbers,
+    negations,
+    questionWords,
+    names,
+    normalised,
+    wordSet: new Set(words),
+    bigrams,
+    charTrigrams,
+    question: /\?\s*$/.test(text),
+  };
 }
 
 /** A crude stem so that plurals and simple inflections compare equal. */
@@ -148,6 +173,22 @@ function setDiff<T>(a: Set<T>, b: Set<T>): number {
   let n = 0;
   for (const x of a) if (!b.has(x)) n++;
   return n;
+}
+
+function common<T>(a: Set<T>, b: Set<T>): number {
+  return a.size - setDiff(a, b);
+}
+
+function setJaccard<T>(a: Set<T>, b: Set<T>): number {
+  const i = common(a, b);
+  const union = a.size + b.size - i;
+  return union === 0 ? 1 : i / union;
+}
+
+/** Shared items as a share of the smaller and of the larger set. */
+function shares<T>(a: Set<T>, b: Set<T>): [number, number] {
+  const i = common(a, b);
+  return [i / Math.max(1, Math.min(a.size, b.size)), i / Math.max(1, a.size, b.size)];
 }
 
 function antonymClash(a: TextInfo, b: TextInfo): number {
@@ -197,6 +238,20 @@ export const FEATURE_NAMES = [
   'rare_only_in_one_sum',
   'rare_weighted_jaccard',
   'length_ratio',
+  'word_jaccard',
+  'bigram_jaccard',
+  'char_trigram_jaccard',
+  'same_first_word',
+  'same_last_word',
+  'length_difference_share',
+  'word_share_of_shorter',
+  'word_share_of_longer',
+  'content_share_of_shorter',
+  'content_share_of_longer',
+  'length_difference_log',
+  'words_shorter_log',
+  'words_longer_log',
+  'both_questions',
   'bias',
 ] as const;
 
@@ -230,6 +285,18 @@ export function pairFeatures(a: TextInfo, b: TextInfo, cosine: number): number[]
     antonymClash(a, b),
     ...rareFeatures(a, b),
     Math.min(la, lb) / Math.max(1, la, lb),
+    setJaccard(a.wordSet, b.wordSet),
+    setJaccard(a.bigrams, b.bigrams),
+    setJaccard(a.charTrigrams, b.charTrigrams),
+    la > 0 && a.words[0] === b.words[0] ? 1 : 0,
+    la > 0 && a.words[la - 1] === b.words[lb - 1] ? 1 : 0,
+    Math.abs(la - lb) / Math.max(1, la + lb),
+    ...shares(a.wordSet, b.wordSet),
+    ...shares(a.content, b.content),
+    Math.log1p(Math.abs(la - lb)),
+    Math.log1p(Math.min(la, lb)),
+    Math.log1p(Math.max(la, lb)),
+    a.question && b.question ? 1 : 0,
     1,
   ];
 }
