@@ -44,7 +44,7 @@ export class HybridIndex implements VectorIndex {
     this.small = new BruteForceIndex(dimensions);
     this.crossover = opts.crossover ?? 5000;
     this.m = opts.m ?? 16;
-    this.efConstruction = opts.efConstruction ?? 128;
+    this.efConstruction = opts.efConstruction ?? 256;
     this.efSearch = opts.efSearch ?? 128;
     this.quantization = opts.quantization ?? 'f16';
   }
