@@ -25,7 +25,7 @@ export interface HnswOptions {
  * large ones. A partition is promoted once it reaches `crossover` vectors.
  */
 export class HybridIndex implements VectorIndex {
-  private readonly small: BruteForceIndex;
+  private small: BruteForceIndex;
   private readonly smallCount = new Map<string, number>();
   private readonly graphs = new Map<string, Graph>();
   private readonly crossover: number;
@@ -72,6 +72,7 @@ export class HybridIndex implements VectorIndex {
   addMany(items: readonly { partition: string; id: number; vector: Float32Array }[]): void {
     const byPartition = new Map<string, { id: number; vector: Float32Array }[]>();
     for (const it of items) {
+      if (it.id > this.maxId) this.maxId = it.id;
       let list = byPartition.get(it.partition);
       if (!list) byPartition.set(it.partition, (list = []));
       list.push(it);
@@ -87,21 +88,27 @@ export class HybridIndex implements VectorIndex {
         this.promote(partition);
         graph = this.graphs.get(partition) as Graph;
       }
-      // New keys go in one multi-threaded call; keys already present are replaced one by one.
-      const fresh = list.filter((it) => !graph.contains(BigInt(it.id)));
-      for (const it of list) if (graph.contains(BigInt(it.id))) this.addToGraph(graph, it.id, it.vector);
-      const unique = [...new Map(fresh.map((it) => [it.id, it])).values()];
-      if (unique.length === 0) continue;
-      const matrix = new Float32Array(unique.length * this.dimensions);
-      const keys = new BigUint64Array(unique.length);
-      unique.forEach((it, i) => {
-        matrix.set(it.vector, i * this.dimensions);
-        keys[i] = BigInt(it.id);
-        if (it.id > this.maxId) this.maxId = it.id;
-      });
-      graph.add(keys, matrix, 0);
-      this.count += unique.length;
+      // Keys already present are replaced one by one; new keys go in one multi-threaded call.
+      const fresh = new Map<number, { id: number; vector: Float32Array }>();
+      for (const it of list) {
+        if (graph.contains(BigInt(it.id))) this.addToGraph(graph, it.id, it.vector);
+        else fresh.set(it.id, it);
+      }
+      this.addNew(graph, [...fresh.values()]);
+      this.count += fresh.size;
     }
+  }
+
+  /** Adds vectors under keys the graph does not hold, in one multi-threaded call. */
+  private addNew(graph: Graph, items: readonly { id: number; vector: Float32Array }[]): void {
+    if (items.length === 0) return;
+    const matrix = new Float32Array(items.length * this.dimensions);
+    const keys = new BigUint64Array(items.length);
+    items.forEach((it, i) => {
+      matrix.set(it.vector, i * this.dimensions);
+      keys[i] = BigInt(it.id);
+    });
+    graph.add(keys, matrix, 0);
   }
 
   private newGraph(): Graph {
@@ -127,15 +134,13 @@ export class HybridIndex implements VectorIndex {
     const ids = this.small.ids(partition);
     const graph = this.newGraph();
     this.graphs.set(partition, graph);
-    if (ids.length === 0) return;
-    const matrix = new Float32Array(ids.length * this.dimensions);
-    const keys = new BigUint64Array(ids.length);
-    ids.forEach((id, i) => {
-      const v = this.small.vector(partition, id);
-      if (v) matrix.set(v, i * this.dimensions);
-      keys[i] = BigInt(id);
-    });
-    graph.add(keys, matrix, 0);
+    this.addNew(
+      graph,
+      ids.flatMap((id) => {
+        const vector = this.small.vector(partition, id);
+        return vector ? [{ id, vector }] : [];
+      }),
+    );
     for (const id of ids) this.small.remove(partition, id);
     this.smallCount.delete(partition);
   }
@@ -167,7 +172,7 @@ export class HybridIndex implements VectorIndex {
 
   /** Empties the index. */
   clear(): void {
-    for (const { name } of [...this.small.partitionsData()]) for (const id of this.small.ids(name)) this.small.remove(name, id);
+    this.small = new BruteForceIndex(this.dimensions);
     this.smallCount.clear();
     this.graphs.clear();
     this.count = 0;
