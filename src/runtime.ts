@@ -92,8 +92,8 @@ export interface Runtime {
   usage: UsageRecorder;
   embedder: Embedder | null;
   index: VectorIndex;
-  /** How the vector index was filled at start: vectors from the snapshot, then from the store. */
-  indexLoad: { fromSnapshot: number; fromStore: number };
+  /** Vectors the index took from its snapshot at start (the rest came from the store). */
+  vectorsFromSnapshot: number;
   /** Cluster mode: keeps the index in step with other nodes' writes. */
   sync: IndexSync | null;
   close(): Promise<void>;
@@ -133,10 +133,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // stored after the snapshot are read from the database. A snapshot is used once: loading
   // removes it, so after a crash the index is rebuilt from the database, never from a snapshot
   // older than the deletes made since.
-  const snapshotDir = !clustered && embedder ? path.join(config.dataDir, 'index') : null;
-  const watermark = snapshotDir && embedder ? loadSnapshot(index, snapshotDir, embedder.id) : null;
-  const fromSnapshot = index.size;
-  const fromStore = await cache.loadIndex(watermark ?? 0);
+  const snapshot = !clustered && embedder ? { dir: path.join(config.dataDir, 'index'), tag: embedder.id } : null;
+  const watermark = snapshot ? loadSnapshot(index, snapshot.dir, snapshot.tag) : null;
+  const vectorsFromSnapshot = index.size;
+  await cache.loadIndex(watermark ?? 0);
   await sync?.start();
   usage.start();
   const sweeper = setInterval(() => void cache.sweepExpired().catch(() => undefined), 60_000);
@@ -165,7 +165,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     usage,
     embedder,
     index,
-    indexLoad: { fromSnapshot, fromStore },
+    vectorsFromSnapshot,
     sync,
     async close() {
       clearInterval(sweeper);
@@ -173,7 +173,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await usage.close();
       await limiter.close();
       // Last, after the counters are safe: a large index takes a while to write.
-      if (snapshotDir && embedder) saveSnapshot(index, snapshotDir, embedder.id);
+      if (snapshot) saveSnapshot(index, snapshot.dir, snapshot.tag);
       if (opts.embedder === undefined && embedder) await embedder.close();
       await store.close();
     },

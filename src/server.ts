@@ -56,7 +56,7 @@ export async function startServer(config: Config): Promise<Server> {
       store: runtime.ctx.store.kind,
       embedder: runtime.embedder?.id ?? 'none',
       vectors: runtime.index.size,
-      vectors_from_snapshot: runtime.indexLoad.fromSnapshot,
+      vectors_from_snapshot: runtime.vectorsFromSnapshot,
       startup_ms: Math.round(performance.now() - started),
     },
     'Reprise is listening',
