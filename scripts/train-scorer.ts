@@ -44,6 +44,8 @@ const HIDDEN = Number(values.hidden);
 const L2 = Number(values.l2);
 const LR = Number(values.lr);
 
+/** Weights are written with five decimals. */
+const round = (x: number) => Math.round(x * 1e5) / 1e5;
 const text = (x: string | string[]) => (Array.isArray(x) ? (x[x.length - 1] as string) : x);
 const pairs: Pair[] = pairFiles(dir)
   .flatMap((f) => loadPairs(f))
@@ -93,28 +95,33 @@ function standardise(train: Row[]): { mean: number[]; std: number[] } {
 /** An ensemble of `--ensemble` networks, each trained from its own seed on the same rows. */
 function train(trainRows: Row[], seed: number): HitModel {
   const { mean, std } = standardise(trainRows);
-  const round = (x: number) => Math.round(x * 1e5) / 1e5;
   const shell: HitModel = { version: 3, embedderId: 'use-lite@1', features: [...FEATURE_NAMES], mean, std, nets: [] };
   const X = trainRows.map((r) => inputVector(shell, r.hand, r.u, r.v));
-  const nets = Array.from({ length: Number(values.ensemble) }, (_, k) => trainNet(trainRows, X, seed + 1000 * k));
+  const weight = rowWeights(trainRows);
+  const nets = Array.from({ length: Number(values.ensemble) }, (_, k) => trainNet(trainRows, X, weight, seed + 1000 * k));
   return { ...shell, mean: mean.map(round), std: std.map(round), nets };
 }
 
-/** Minibatch Adam on the L2-regularised log loss of one network. */
-function trainNet(trainRows: Row[], X: Float64Array[], seed: number): HitNet {
-  const random = rng(seed);
-  const n = X[0]?.length ?? 0;
+/**
+ * Each row's weight in the loss. 'sources': each source weighs the same in total; 'rows': every
+ * pair weighs the same; 'sqrt': a source weighs the square root of its size in total.
+ */
+function rowWeights(trainRows: Row[]): number[] {
   const bySource = new Map<string, number>();
   for (const r of trainRows) bySource.set(r.source, (bySource.get(r.source) ?? 0) + 1);
-  // 'sources': each source weighs the same in total; 'rows': every pair weighs the same;
-  // 'sqrt': a source weighs the square root of its size in total.
   const rootSum = [...bySource.values()].reduce((a, n) => a + Math.sqrt(n), 0);
-  const weight = trainRows.map((r) => {
+  return trainRows.map((r) => {
     const n = bySource.get(r.source) as number;
     if (values.weighting === 'rows') return 1;
     if (values.weighting === 'sqrt') return (trainRows.length * Math.sqrt(n)) / rootSum / n;
     return trainRows.length / bySource.size / n;
   });
+}
+
+/** Minibatch Adam on the L2-regularised log loss of one network. */
+function trainNet(trainRows: Row[], X: Float64Array[], weight: number[], seed: number): HitNet {
+  const random = rng(seed);
+  const n = X[0]?.length ?? 0;
   const sizes = HIDDEN > 0 ? [n, HIDDEN, 1] : [n, 1];
   const params: Float64Array[] = [];
   for (let l = 0; l + 1 < sizes.length; l++) {
@@ -157,7 +164,6 @@ function trainNet(trainRows: Row[], X: Float64Array[], seed: number): HitNet {
       });
     }
   }
-  const round = (x: number) => Math.round(x * 1e5) / 1e5;
   const layers: HitNet['layers'] = [];
   for (let l = 0; l + 1 < sizes.length; l++) {
     layers.push({

@@ -67,8 +67,8 @@ export function forwardNet(net: HitNet, x: Float64Array): number {
     const layer = net.layers[l] as HitNet['layers'][number];
     const n = layer.in;
     const out = layer.out;
-    const w = layer.w as Float64Array;
-    const b = layer.b as Float64Array;
+    const w = layer.w;
+    const b = layer.b;
     const z = new Float64Array(out);
     for (let o = 0; o < out; o++) {
       let sum = b[o] as number;

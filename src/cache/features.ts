@@ -192,8 +192,8 @@ function shares<T>(a: Set<T>, b: Set<T>): [number, number] {
 }
 
 function antonymClash(a: TextInfo, b: TextInfo): number {
-  const aw = new Set(a.words);
-  const bw = new Set(b.words);
+  const aw = a.wordSet;
+  const bw = b.wordSet;
   for (const [x, y] of ANTONYMS) {
     if ((aw.has(x) && bw.has(y) && !aw.has(y) && !bw.has(x)) || (aw.has(y) && bw.has(x) && !aw.has(x) && !bw.has(y))) return 1;
   }
@@ -257,11 +257,8 @@ export const FEATURE_NAMES = [
 
 /** The hand-made features of a pair, in FEATURE_NAMES order. */
 export function pairFeatures(a: TextInfo, b: TextInfo, cosine: number): number[] {
-  const inter = a.content.size + b.content.size - setDiff(a.content, b.content) - setDiff(b.content, a.content);
   const onlyA = setDiff(a.content, b.content);
   const onlyB = setDiff(b.content, a.content);
-  const union = a.content.size + b.content.size - inter / 2;
-  const jaccard = union === 0 ? 1 : inter / 2 / union;
   const numbersDiffer =
     a.numbers.size + b.numbers.size > 0 && (setDiff(a.numbers, b.numbers) > 0 || setDiff(b.numbers, a.numbers) > 0) ? 1 : 0;
   const numberOnlyInOne = (a.numbers.size === 0) !== (b.numbers.size === 0) ? 1 : 0;
@@ -274,7 +271,7 @@ export function pairFeatures(a: TextInfo, b: TextInfo, cosine: number): number[]
     cosine,
     Math.max(0, cosine - 0.8),
     Math.max(0, cosine - 0.9),
-    jaccard,
+    setJaccard(a.content, b.content),
     Math.log1p(onlyA + onlyB),
     Math.max(onlyA / Math.max(1, a.content.size), onlyB / Math.max(1, b.content.size)),
     numbersDiffer,
