@@ -55,6 +55,7 @@ export async function startServer(config: Config): Promise<Server> {
       url,
       store: runtime.ctx.store.kind,
       embedder: runtime.embedder?.id ?? 'none',
+      embedder_backend: runtime.embedder?.backend,
       vectors: runtime.index.size,
       vectors_from_snapshot: runtime.vectorsFromSnapshot,
       startup_ms: Math.round(performance.now() - started),

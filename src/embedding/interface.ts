@@ -7,6 +7,8 @@ export interface Embedder {
   readonly id: string;
   /** Length of every vector it returns. */
   readonly dimensions: number;
+  /** Where it computes, for the logs (e.g. `onnx` or `tfjs-wasm` for USE-lite, `http`). */
+  readonly backend?: string;
   /** Largest number of texts it takes in one call. Callers may pass more; it splits them. */
   readonly maxBatch: number;
   /** Embeds texts; each returned vector is L2-normalised (norm 1). Order follows `texts`. */

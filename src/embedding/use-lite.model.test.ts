@@ -6,12 +6,14 @@ import * as tf from '@tensorflow/tfjs-core';
 import * as tfconv from '@tensorflow/tfjs-converter';
 import { Tokenizer } from '@tensorflow-models/universal-sentence-encoder';
 import { DIMENSIONS, UseLiteModel, modelDir, readArtifacts } from './use-lite.model.ts';
+import { startWasmBackend } from './use-lite.tfjs.ts';
 
 /**
  * The published graph, run by tfjs's graph executor: the reference the eager forward pass must
  * reproduce, so that vectors stored by any version stay comparable.
  */
 async function graphReference(): Promise<(text: string) => Promise<Float32Array>> {
+  await startWasmBackend();
   const graph = await tfconv.loadGraphModel({ load: async () => readArtifacts() });
   const vocabulary = JSON.parse(readFileSync(path.join(modelDir(), 'vocab.json'), 'utf8')) as [string, number][];
   const tokenizer = new Tokenizer(vocabulary);
@@ -33,38 +35,44 @@ async function graphReference(): Promise<(text: string) => Promise<Float32Array>
 
 const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * (b[i] as number), 0);
 
-describe('USE-lite forward pass', () => {
-  let model: UseLiteModel;
-  let reference: (text: string) => Promise<Float32Array>;
-  before(async () => {
-    model = await UseLiteModel.load();
-    reference = await graphReference();
-  });
+for (const backend of ['onnx', 'tfjs-wasm'] as const) {
+  describe(`USE-lite forward pass on ${backend}`, () => {
+    let model: UseLiteModel;
+    let reference: (text: string) => Promise<Float32Array>;
+    before(async () => {
+      model = await UseLiteModel.load(backend);
+      reference = await graphReference();
+    });
 
-  const texts = [
-    'What is the capital city of Australia?',
-    'hi',
-    '',
-    'How do I reverse a linked list in Python without using extra memory? Explain step by step, with code.',
-    // About 200 tokens: longer than the 128 the encoder reads of a window.
-    'The committee met on Tuesday to discuss the budget, the schedule and the new hires. '.repeat(12),
-    'Ünïcödé, emoji 🚀 and numbers 3.14159 / 2,718 — all in one line!',
-  ];
+    test('runs on the backend asked for', () => {
+      assert.equal(model.backend, backend);
+    });
 
-  test("each text alone gives the graph's vector", async () => {
-    for (const text of texts) {
-      const [mine, theirs] = [await model.embed([text]), await reference(text)];
-      assert.equal(mine.length, DIMENSIONS);
-      assert.ok(cosine(mine, theirs) > 0.99999, `${JSON.stringify(text.slice(0, 40))}: cosine ${cosine(mine, theirs)}`);
-    }
-  });
+    const texts = [
+      'What is the capital city of Australia?',
+      'hi',
+      '',
+      'How do I reverse a linked list in Python without using extra memory? Explain step by step, with code.',
+      // About 200 tokens: longer than the 128 the encoder reads of a window.
+      'The committee met on Tuesday to discuss the budget, the schedule and the new hires. '.repeat(12),
+      'Ünïcödé, emoji 🚀 and numbers 3.14159 / 2,718 — all in one line!',
+    ];
 
-  test('texts of different lengths in one batch give the same vectors as alone', async () => {
-    const together = await model.embed(texts);
-    for (const [i, text] of texts.entries()) {
-      const theirs = await reference(text);
-      const mine = together.subarray(i * DIMENSIONS, (i + 1) * DIMENSIONS);
-      assert.ok(cosine(mine, theirs) > 0.99999, `${JSON.stringify(text.slice(0, 40))} in a batch: cosine ${cosine(mine, theirs)}`);
-    }
+    test("each text alone gives the graph's vector", async () => {
+      for (const text of texts) {
+        const [mine, theirs] = [await model.embed([text]), await reference(text)];
+        assert.equal(mine.length, DIMENSIONS);
+        assert.ok(cosine(mine, theirs) > 0.99999, `${JSON.stringify(text.slice(0, 40))}: cosine ${cosine(mine, theirs)}`);
+      }
+    });
+
+    test('texts of different lengths in one batch give the same vectors as alone', async () => {
+      const together = await model.embed(texts);
+      for (const [i, text] of texts.entries()) {
+        const theirs = await reference(text);
+        const mine = together.subarray(i * DIMENSIONS, (i + 1) * DIMENSIONS);
+        assert.ok(cosine(mine, theirs) > 0.99999, `${JSON.stringify(text.slice(0, 40))} in a batch: cosine ${cosine(mine, theirs)}`);
+      }
+    });
   });
-});
+}

@@ -45,6 +45,7 @@ class UseLitePool implements Embedder {
   readonly id = 'use-lite@1';
   readonly dimensions = DIMENSIONS;
   readonly maxBatch: number;
+  backend = 'use-lite';
   private readonly slots: Slot[] = [];
   private readonly queue: Pending[] = [];
   private readonly memo: Lru<string, Float32Array>;
@@ -67,9 +68,10 @@ class UseLitePool implements Embedder {
     this.slots.push(slot);
     return new Promise((resolve, reject) => {
       let ready = false;
-      worker.on('message', (msg: { ready?: true; id?: number; vectors?: Float32Array; error?: string }) => {
+      worker.on('message', (msg: { ready?: true; backend?: string; id?: number; vectors?: Float32Array; error?: string }) => {
         if (msg.ready) {
           ready = true;
+          if (msg.backend) this.backend = msg.backend;
           resolve();
           this.pump();
           return;

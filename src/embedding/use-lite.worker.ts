@@ -20,7 +20,7 @@ try {
 }
 
 const model = await UseLiteModel.load();
-port.postMessage({ ready: true });
+port.postMessage({ ready: true, backend: model.backend });
 port.on('message', (req: Request) => {
   model.embed(req.texts).then(
     (vectors) => port.postMessage({ id: req.id, vectors }, [vectors.buffer as ArrayBuffer]),
