@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 
 export type Role = 'system' | 'user' | 'assistant';
 
@@ -23,9 +23,14 @@ export function canonicalMessages(messages: readonly Message[]): string {
   return `${out}]`;
 }
 
-export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
+/**
+ * Lower-case hex SHA-256 of a text as UTF-8. The one-shot `crypto.hash` (Node 20.12+) skips the
+ * Hash object, which is most of the cost for short texts; older versions use createHash.
+ */
+export const sha256Hex: (text: string) => string =
+  typeof crypto.hash === 'function'
+    ? (text) => crypto.hash('sha256', text, 'hex')
+    : (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
 
 export function promptHash(messages: readonly Message[]): string {
   return sha256Hex(canonicalMessages(messages));

@@ -1,4 +1,5 @@
 import { hourBucket } from '../store/ids.ts';
+import { isoAt } from '../util/time.ts';
 import type { HitDelta, Store, UsageBucket, UsageDelta, UsageRow } from '../store/interface.ts';
 
 export const emptyDelta = (): UsageDelta => ({
@@ -52,6 +53,11 @@ export class UsageRecorder {
     if (this.writeThrough) await this.flush().catch(() => undefined);
   }
 
+  /** Whether `settle()` has anything to wait for (write-through mode). */
+  get writesThrough(): boolean {
+    return this.writeThrough;
+  }
+
   start(): void {
     if (this.timer) return;
     this.timer = setInterval(() => void this.flush().catch(() => undefined), this.flushMs);
@@ -70,7 +76,7 @@ export class UsageRecorder {
   }
 
   hit(entryId: number, lookupMs: number): number {
-    const at = new Date(this.now()).toISOString();
+    const at = isoAt(this.now());
     const h = this.hits.get(entryId);
     if (h) {
       h.count++;
@@ -93,7 +99,7 @@ export class UsageRecorder {
   }
 
   keyUsed(keyId: string): void {
-    this.lastUsed.set(keyId, new Date(this.now()).toISOString());
+    this.lastUsed.set(keyId, isoAt(this.now()));
   }
 
   /** Buckets from the store with this node's unwritten counts added. */

@@ -22,9 +22,17 @@ export function bufferToVector(b: Uint8Array): Float32Array {
   return new Float32Array(copy.buffer);
 }
 
-/** Start of the UTC hour of a time, ISO 8601. */
+let lastHour = Number.NaN;
+let lastBucket = '';
+
+/** Start of the UTC hour of a time, ISO 8601 (the last hour's string is reused). */
 export function hourBucket(ms: number): string {
-  return new Date(Math.floor(ms / 3_600_000) * 3_600_000).toISOString();
+  const hour = Math.floor(ms / 3_600_000);
+  if (hour !== lastHour) {
+    lastBucket = new Date(hour * 3_600_000).toISOString();
+    lastHour = hour;
+  }
+  return lastBucket;
 }
 
 /** ORDER BY of each entry ordering; the same SQL in SQLite and PostgreSQL. */
