@@ -16,6 +16,26 @@ export interface SemanticKey {
   prefixText: string;
 }
 
+/**
+ * The `contextHash` of `semanticKey(messages, namespace)` alone, without the rest of the key
+ * (an exact lookup needs only this).
+ */
+export function contextHashOf(messages: readonly Message[], namespace: string): string {
+  const system: Message[] = [];
+  let shape = '';
+  let last: Message | undefined;
+  for (const m of messages) {
+    if (m.role === 'system') {
+      system.push(m);
+      continue;
+    }
+    if (last !== undefined) shape += last.role[0];
+    last = m;
+  }
+  const role = (last ?? (messages[messages.length - 1] as Message)).role;
+  return sha256Hex(`${namespace}\u0000${shape}\u0000${role}\u0000${canonicalMessages(system)}`);
+}
+
 export function semanticKey(messages: readonly Message[], namespace: string): SemanticKey {
   const system: Message[] = [];
   const turns: Message[] = [];

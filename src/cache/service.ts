@@ -3,10 +3,11 @@ import type { Embedder } from '../embedding/interface.ts';
 import type { Account, Entry, EntryHead, Store, UsageDelta } from '../store/interface.ts';
 import type { VectorIndex } from '../vector/interface.ts';
 import { promptHash, type Message } from './canonical.ts';
-import { partitionOf, semanticKey, type SemanticKey } from './context.ts';
+import { contextHashOf, partitionOf, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, type HitScorer } from './scorer.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
+import { isoAt } from '../util/time.ts';
 
 export type CacheType = 'exact' | 'semantic';
 
@@ -99,6 +100,11 @@ export function estimateTokens(text: string): number {
 
 const round3 = (ms: number): number => Math.round(ms * 1000) / 1000;
 
+/** An entry that has not expired at `nowIso` and matches the requested model, if any. */
+function usable(e: EntryHead, nowIso: string, model: string | undefined): boolean {
+  return (e.expiresAt === null || e.expiresAt > nowIso) && (model === undefined || e.model === model);
+}
+
 /** The cache's rules: check, store, usage. Knows nothing of HTTP. */
 export class CacheService {
   private readonly now: () => number;
@@ -136,19 +142,17 @@ export class CacheService {
 
   async check(account: Account, input: CheckInput): Promise<CheckResult> {
     const t0 = performance.now();
-    const types = input.cacheTypes ?? ['exact', 'semantic'];
-    const exactChecked = types.includes('exact');
-    const semanticChecked = types.includes('semantic') && this.deps.embedder !== null;
+    const types = input.cacheTypes;
+    const exactChecked = types === undefined || types.includes('exact');
+    const semanticChecked = (types === undefined || types.includes('semantic')) && this.deps.embedder !== null;
     const hash = promptHash(input.messages);
-    const key = semanticKey(input.messages, input.namespace ?? '');
-    const nowIso = new Date(this.now()).toISOString();
-    const usable = <E extends EntryHead>(e: E | null): e is E =>
-      e !== null && (e.expiresAt === null || e.expiresAt > nowIso) && (input.model === undefined || e.model === input.model);
+    const namespace = input.namespace ?? '';
+    const nowIso = isoAt(this.now());
 
     if (exactChecked) {
       const entry = await this.deps.store.getEntryByHash(account.id, hash);
       // Same exact hash means the same messages, so only the namespace can differ.
-      if (usable(entry) && entry.contextHash === key.contextHash) {
+      if (entry !== null && usable(entry, nowIso, input.model) && entry.contextHash === contextHashOf(input.messages, namespace)) {
         return this.settled(this.hit(account, entry, 'exact', null, t0));
       }
     }
@@ -156,7 +160,8 @@ export class CacheService {
     let closest = 0;
     if (semanticChecked) {
       const threshold = input.similarityThreshold ?? account.defaultThreshold ?? DEFAULT_THRESHOLD;
-      const found = await this.semanticSearch(account, key, usable);
+      const key = semanticKey(input.messages, namespace);
+      const found = await this.semanticSearch(account, key, nowIso, input.model);
       if (found) {
         closest = found.score;
         if (found.score >= threshold) return this.settled(this.hit(account, found.entry, 'semantic', found.score, t0));
@@ -173,16 +178,17 @@ export class CacheService {
     });
   }
 
-  /** Returns `result` once its counts are written (immediately unless write-through). */
-  private async settled<T>(result: T): Promise<T> {
-    await this.deps.usage.settle();
-    return result;
+  /** `result` once its counts are written: at once (no promise) unless write-through. */
+  private settled<T>(result: T): T | Promise<T> {
+    if (!this.deps.usage.writesThrough) return result;
+    return this.deps.usage.settle().then(() => result);
   }
 
   private async semanticSearch(
     account: Account,
     key: SemanticKey,
-    usable: (e: Entry | null) => e is Entry,
+    nowIso: string,
+    model: string | undefined,
   ): Promise<{ entry: Entry; score: number } | null> {
     const embedder = this.deps.embedder as Embedder;
     const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
@@ -196,8 +202,8 @@ export class CacheService {
     // then decides whether it is close enough. (Re-ranking the candidates by the scorer picks a
     // wrong neighbour more often on crowded data: measured in docs/quality.md.)
     for (const n of neighbours) {
-      const e = byId.get(n.id) ?? null;
-      if (!usable(e) || e.accountId !== account.id || e.embedderId !== embedder.id || !e.vector) continue;
+      const e = byId.get(n.id);
+      if (e === undefined || !usable(e, nowIso, model) || e.accountId !== account.id || e.embedderId !== embedder.id || !e.vector) continue;
       if (!this.samePrefix(key, prefixVector ?? null, e)) continue;
       const score = this.deps.scorer.score({ text: key.queryText, vector }, { text: e.queryText, vector: e.vector }, n.cosine);
       return { entry: e, score };
