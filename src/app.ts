@@ -11,7 +11,7 @@ import { usageRoute } from './api/routes/usage.ts';
 import { healthRoute } from './api/routes/health.ts';
 import { entriesRoutes } from './api/routes/entries.ts';
 import { dashboardRoutes } from './dashboard/routes.ts';
-import type { BucketRule } from './limits/interface.ts';
+import type { BucketRule, LimitResult } from './limits/interface.ts';
 import { Metrics } from './api/metrics.ts';
 
 export type { AppContext } from './api/context.ts';
@@ -75,18 +75,36 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
 
   const auth = authHook(ctx);
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('X-Request-Id', request.id);
-    if (request.url.startsWith('/api/v1/') || request.url === '/api/v1') {
-      await auth(request, reply);
-      return;
-    }
-    const r = await ctx.limiter.consume(`public:${request.ip}`, PUBLIC_RULE);
+  const publicLimit = (reply: FastifyReply, r: LimitResult): void => {
     setRateHeaders(reply, r);
     if (!r.allowed) {
       reply.header('Retry-After', r.retryAfter);
       throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many requests from this address', undefined, r.retryAfter);
     }
+  };
+  const limiter = ctx.limiter;
+  // A callback hook: when auth and limits are decided in process, no promise is made per request.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('X-Request-Id', request.id);
+    let pending: void | Promise<void> = undefined;
+    try {
+      if (request.url.startsWith('/api/v1/') || request.url === '/api/v1') {
+        pending = auth(request, reply);
+      } else if (limiter.consumeSync !== undefined) {
+        publicLimit(reply, limiter.consumeSync(`public:${request.ip}`, PUBLIC_RULE));
+      } else {
+        pending = limiter.consume(`public:${request.ip}`, PUBLIC_RULE).then((r) => publicLimit(reply, r));
+      }
+    } catch (err) {
+      done(err as FastifyError);
+      return;
+    }
+    if (pending === undefined) done();
+    else
+      pending.then(
+        () => done(),
+        (err: FastifyError) => done(err),
+      );
   });
 
   // Known paths and their methods, for 405 and the Allow header.

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate } from '../keys/keys.ts';
+import { authenticate, authenticateSync } from '../keys/keys.ts';
+import type { Account, ApiKey } from '../store/interface.ts';
 import type { BucketRule, LimitResult } from '../limits/interface.ts';
 import { ApiError } from './errors.ts';
 import type { AppContext } from './context.ts';
@@ -29,6 +30,9 @@ function refused(r: LimitResult): ApiError {
  * Authenticates `/api/v1` requests and applies the account's plan limit. A failed
  * authentication takes a token from the caller's address bucket; when that is empty the
  * answer is 429 instead of 401, so keys cannot be guessed at speed.
+ *
+ * The hook returns nothing when the store and the limiter answered in process (SQLite, the
+ * in-memory limiter), and a promise otherwise; it throws or rejects with the refusal.
  */
 export function authHook(ctx: AppContext) {
   const { plans, authFailuresPerMinute } = ctx.config;
@@ -38,39 +42,74 @@ export function authHook(ctx: AppContext) {
     limit: authFailuresPerMinute,
   };
   const fallbackPlan = plans.free ?? { requestsPerMinute: 60, burst: 100, unlimited: false };
-
-  return async function onRequest(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    request.account = null;
-    request.apiKey = null;
-    const secret = bearer(request.headers.authorization);
-    const found = secret === null ? null : await authenticate(ctx.store, secret);
-    if (!found) {
-      const r = await ctx.limiter.consume(`authfail:${request.ip}`, failRule);
-      setRateHeaders(reply, r);
-      if (!r.allowed) {
-        reply.header('Retry-After', r.retryAfter);
-        throw refused(r);
-      }
-      const why =
-        secret === null
-          ? 'Missing or malformed Authorization header; expected "Bearer <API_KEY>"'
-          : 'The API key is invalid, revoked or expired';
-      throw new ApiError('INVALID_API_KEY', why);
+  // One rule per plan name, built on first use (the plan table does not change while running).
+  const rules = new Map<string, BucketRule>();
+  const ruleOf = (planName: string): BucketRule => {
+    let rule = rules.get(planName);
+    if (rule === undefined) {
+      const plan = plans[planName] ?? fallbackPlan;
+      rule = {
+        capacity: plan.burst,
+        refillPerSecond: plan.requestsPerMinute / 60,
+        limit: plan.requestsPerMinute,
+        unlimited: plan.unlimited,
+      };
+      rules.set(planName, rule);
     }
-    request.account = found.account;
-    request.apiKey = found.key;
-    ctx.cache.keyUsed(found.key.id);
-    const plan = plans[found.account.plan] ?? fallbackPlan;
-    const r = await ctx.limiter.consume(`acct:${found.account.id}`, {
-      capacity: plan.burst,
-      refillPerSecond: plan.requestsPerMinute / 60,
-      limit: plan.requestsPerMinute,
-      unlimited: plan.unlimited,
-    });
+    return rule;
+  };
+  const limiter = ctx.limiter;
+  const consume = (key: string, rule: BucketRule): LimitResult | Promise<LimitResult> =>
+    limiter.consumeSync !== undefined ? limiter.consumeSync(key, rule) : limiter.consume(key, rule);
+
+  const failed = (reply: FastifyReply, secret: string | null, r: LimitResult): never => {
     setRateHeaders(reply, r);
     if (!r.allowed) {
       reply.header('Retry-After', r.retryAfter);
       throw refused(r);
     }
+    const why =
+      secret === null
+        ? 'Missing or malformed Authorization header; expected "Bearer <API_KEY>"'
+        : 'The API key is invalid, revoked or expired';
+    throw new ApiError('INVALID_API_KEY', why);
+  };
+
+  const limited = (reply: FastifyReply, r: LimitResult): void => {
+    setRateHeaders(reply, r);
+    if (!r.allowed) {
+      reply.header('Retry-After', r.retryAfter);
+      throw refused(r);
+    }
+  };
+
+  const admit = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    secret: string | null,
+    found: { key: ApiKey; account: Account } | null,
+  ): void | Promise<void> => {
+    if (!found) {
+      const r = consume(`authfail:${request.ip}`, failRule);
+      if (r instanceof Promise) return r.then((x) => failed(reply, secret, x));
+      return failed(reply, secret, r);
+    }
+    request.account = found.account;
+    request.apiKey = found.key;
+    ctx.cache.keyUsed(found.key.id);
+    const r = consume(`acct:${found.account.id}`, ruleOf(found.account.plan));
+    if (r instanceof Promise) return r.then((x) => limited(reply, x));
+    limited(reply, r);
+  };
+
+  return function onRequest(request: FastifyRequest, reply: FastifyReply): void | Promise<void> {
+    request.account = null;
+    request.apiKey = null;
+    const secret = bearer(request.headers.authorization);
+    const found = secret === null ? null : authenticateSync(ctx.store, secret);
+    if (found === undefined) {
+      return authenticate(ctx.store, secret as string).then((f) => admit(request, reply, secret, f));
+    }
+    return admit(request, reply, secret, found);
   };
 }

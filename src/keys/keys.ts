@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../cache/canonical.ts';
 import type { Account, ApiKey, Store } from '../store/interface.ts';
 
 export const KEY_PREFIX = 'rp_live_';
@@ -8,7 +9,7 @@ const SECRET_LENGTH = 40;
 const KEY_SHAPE = /^rp_live_[0-9A-Za-z]{40}$/;
 
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return sha256Hex(secret);
 }
 
 /** A new random secret, `rp_live_` and 40 base62 characters (about 238 bits). */
@@ -61,9 +62,22 @@ export async function createKey(store: Store, account: Account, name: string | n
  * key. The lookup is by hash, so no secret is ever compared character by character.
  */
 export async function authenticate(store: Store, secret: string): Promise<{ key: ApiKey; account: Account } | null> {
+  const sync = authenticateSync(store, secret);
+  if (sync !== undefined) return sync;
+  return usableKey(await store.findKeyByHash(hashSecret(secret)));
+}
+
+/**
+ * `authenticate` without a promise where the store can answer in process; `undefined` when it
+ * cannot (then call `authenticate`).
+ */
+export function authenticateSync(store: Store, secret: string): { key: ApiKey; account: Account } | null | undefined {
   if (!isWellFormed(secret)) return null;
-  const hash = hashSecret(secret);
-  const found = await store.findKeyByHash(hash);
+  if (store.findKeyByHashSync === undefined) return undefined;
+  return usableKey(store.findKeyByHashSync(hashSecret(secret)));
+}
+
+function usableKey(found: { key: ApiKey; account: Account } | null): { key: ApiKey; account: Account } | null {
   if (!found || found.key.revokedAt !== null) return null;
   return found;
 }

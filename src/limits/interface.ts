@@ -23,6 +23,8 @@ export interface LimitResult {
 export interface RateLimiter {
   /** Takes `cost` tokens from the bucket `key` if it has them. */
   consume(key: string, rule: BucketRule, cost?: number): Promise<LimitResult>;
+  /** The same without a promise, for limiters that decide in process (optional). */
+  consumeSync?(key: string, rule: BucketRule, cost?: number): LimitResult;
   close(): Promise<void>;
 }
 

@@ -136,6 +136,8 @@ export interface Store {
   createKey(key: { accountId: string; name: string | null; prefix: string; secretHash: string }): Promise<ApiKey>;
   /** The key with this secret hash and its account, revoked or not. */
   findKeyByHash(secretHash: string): Promise<{ key: ApiKey; account: Account } | null>;
+  /** The same lookup without a promise, for stores that answer in process (optional). */
+  findKeyByHashSync?(secretHash: string): { key: ApiKey; account: Account } | null;
   getKey(id: string): Promise<ApiKey | null>;
   listKeys(accountId: string): Promise<ApiKey[]>;
   revokeKey(id: string, accountId?: string): Promise<ApiKey | null>;

@@ -371,6 +371,10 @@ export class SqliteStore implements Store {
   }
 
   async findKeyByHash(secretHash: string): Promise<{ key: ApiKey; account: Account } | null> {
+    return this.findKeyByHashSync(secretHash);
+  }
+
+  findKeyByHashSync(secretHash: string): { key: ApiKey; account: Account } | null {
     this.checkExternalWrites();
     const cached = this.keyCache.get(secretHash);
     if (cached) return cached;
