@@ -2,7 +2,7 @@
  * The benchmark: drives the real server over loopback and prints each figure beside a baseline
  * measured in the same run; writes bench/results/latest.json.
  *
- *   npm run bench -- [--quick] [--scale 10000,100000] [--skip http,index,mix]
+ *   npm run bench -- [--quick] [--scale 10000,100000] [--skip http,store,semantic,index,mix]
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -129,75 +129,82 @@ if (!skip.has('http')) {
       serverSideP99: serverP99,
     };
 
-    // 2. Durable stores.
-    const stores = await load({
-      url: `${base}/api/v1/store`,
-      headers: auth,
-      connections: 16,
-      duration: seconds,
-      body: (i) =>
-        JSON.stringify({
-          messages: [user(`store benchmark question ${i} ${Math.random()}`)],
-          answer: 'An answer of moderate length for the benchmark.',
-          model: 'gpt-4o',
-        }),
-    });
-    row('store (durable, embedded), req/s (c=16)', fmt(stores.requestsPerSecond, 0), '', '');
-    summary.store = stores;
-
-    // 3. Semantic checks: misses (new questions) and hits (paraphrases of stored ones).
-    const mock = readFileSync(path.join(evalDir, 'gptcache_mock.dev.jsonl'), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { a: string; b: string; label: number })
-      .filter((p) => p.label === 1);
-    await Promise.all(
-      mock.map((p) =>
-        fetch(`${base}/api/v1/store`, {
-          method: 'POST',
-          headers: { ...auth, 'content-type': 'application/json' },
-          body: JSON.stringify({ messages: [user(p.a)], answer: 'cached', model: 'gpt-4o' }),
-        }),
-      ),
-    );
-    const semantic: Record<string, unknown> = {};
-    let n = 0;
-    for (const c of [1, 8, 32]) {
-      const miss = await load({
-        url: `${base}/api/v1/check`,
-        headers: auth,
-        connections: c,
-        duration: seconds,
-        body: () =>
-          JSON.stringify({ messages: [user(`An unseen question number ${n++} about topic ${Math.random()}`)], cache_types: ['semantic'] }),
-      });
-      const hit = await load({
-        url: `${base}/api/v1/check`,
-        headers: auth,
-        connections: c,
-        duration: seconds,
-        body: () => JSON.stringify({ messages: [user(`${mock[n++ % mock.length]?.b} ${n}`)] }),
-      });
-      row(`semantic miss c=${c}: req/s, p50 / p99 ms`, `${fmt(miss.requestsPerSecond, 0)}, ${miss.p50} / ${miss.p99}`, '', '');
-      row(`semantic check (paraphrase) c=${c}: req/s, p50 / p99 ms`, `${fmt(hit.requestsPerSecond, 0)}, ${hit.p50} / ${hit.p99}`, '', '');
-      semantic[`c${c}`] = { miss, hit };
-    }
-    summary.semantic = semantic;
-
-    // 4. Exact hits alone, then while a semantic load runs.
-    const exactAlone = await load({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 4, duration: seconds });
-    const [exactLoaded] = await Promise.all([
-      load({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 4, duration: seconds }),
-      load({
-        url: `${base}/api/v1/check`,
+    if (!skip.has('store')) {
+      // 2. Durable stores.
+      const stores = await load({
+        url: `${base}/api/v1/store`,
         headers: auth,
         connections: 16,
         duration: seconds,
-        body: () => JSON.stringify({ messages: [user(`Semantic background load ${n++} ${Math.random()}`)] }),
-      }),
-    ]);
-    row('exact-hit p99 ms under semantic load', exactLoaded.p99, exactAlone.p99, fmt(exactLoaded.p99 / Math.max(exactAlone.p99, 0.001)));
-    summary.exactUnderLoad = { alone: exactAlone, loaded: exactLoaded };
+        body: (i) =>
+          JSON.stringify({
+            messages: [user(`store benchmark question ${i} ${Math.random()}`)],
+            answer: 'An answer of moderate length for the benchmark.',
+            model: 'gpt-4o',
+          }),
+      });
+      row('store (durable, embedded), req/s (c=16)', fmt(stores.requestsPerSecond, 0), '', '');
+      summary.store = stores;
+    }
+
+    if (!skip.has('semantic')) {
+      // 3. Semantic checks: misses (new questions) and hits (paraphrases of stored ones).
+      const mock = readFileSync(path.join(evalDir, 'gptcache_mock.dev.jsonl'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { a: string; b: string; label: number })
+        .filter((p) => p.label === 1);
+      await Promise.all(
+        mock.map((p) =>
+          fetch(`${base}/api/v1/store`, {
+            method: 'POST',
+            headers: { ...auth, 'content-type': 'application/json' },
+            body: JSON.stringify({ messages: [user(p.a)], answer: 'cached', model: 'gpt-4o' }),
+          }),
+        ),
+      );
+      const semantic: Record<string, unknown> = {};
+      let n = 0;
+      for (const c of [1, 8, 32]) {
+        const miss = await load({
+          url: `${base}/api/v1/check`,
+          headers: auth,
+          connections: c,
+          duration: seconds,
+          body: () =>
+            JSON.stringify({
+              messages: [user(`An unseen question number ${n++} about topic ${Math.random()}`)],
+              cache_types: ['semantic'],
+            }),
+        });
+        const hit = await load({
+          url: `${base}/api/v1/check`,
+          headers: auth,
+          connections: c,
+          duration: seconds,
+          body: () => JSON.stringify({ messages: [user(`${mock[n++ % mock.length]?.b} ${n}`)] }),
+        });
+        row(`semantic miss c=${c}: req/s, p50 / p99 ms`, `${fmt(miss.requestsPerSecond, 0)}, ${miss.p50} / ${miss.p99}`, '', '');
+        row(`semantic check (paraphrase) c=${c}: req/s, p50 / p99 ms`, `${fmt(hit.requestsPerSecond, 0)}, ${hit.p50} / ${hit.p99}`, '', '');
+        semantic[`c${c}`] = { miss, hit };
+      }
+      summary.semantic = semantic;
+
+      // 4. Exact hits alone, then while a semantic load runs.
+      const exactAlone = await load({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 4, duration: seconds });
+      const [exactLoaded] = await Promise.all([
+        load({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 4, duration: seconds }),
+        load({
+          url: `${base}/api/v1/check`,
+          headers: auth,
+          connections: 16,
+          duration: seconds,
+          body: () => JSON.stringify({ messages: [user(`Semantic background load ${n++} ${Math.random()}`)] }),
+        }),
+      ]);
+      row('exact-hit p99 ms under semantic load', exactLoaded.p99, exactAlone.p99, fmt(exactLoaded.p99 / Math.max(exactAlone.p99, 0.001)));
+      summary.exactUnderLoad = { alone: exactAlone, loaded: exactLoaded };
+    }
 
     // 6. Realistic mix: replay of real prompts (check, store on miss).
     if (!skip.has('mix')) {
