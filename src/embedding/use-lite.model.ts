@@ -162,6 +162,25 @@ export function readWeights(dir = modelDir()): UseLiteWeights {
   };
 }
 
+/** Windows padded to one length: token ids (0 where padded), 1 for real tokens, and each window's length. */
+export interface PaddedWindows {
+  ids: Int32Array;
+  valid: Float32Array;
+  lengths: Float32Array;
+}
+
+export function padWindows(rows: readonly number[][], length: number): PaddedWindows {
+  const ids = new Int32Array(rows.length * length);
+  const valid = new Float32Array(rows.length * length);
+  const lengths = new Float32Array(rows.length);
+  rows.forEach((row, r) => {
+    lengths[r] = row.length;
+    ids.set(row, r * length);
+    valid.fill(1, r * length, r * length + row.length);
+  });
+  return { ids, valid, lengths };
+}
+
 /** Token windows of equal length in; one vector per window out ([rows, 512], row-major, unnormalised). */
 export interface WindowEncoder {
   readonly name: string;

@@ -4,6 +4,7 @@ import {
   DIMENSIONS,
   HEADS,
   LN_EPSILON,
+  padWindows,
   type Dense,
   type Matrix,
   type Norm,
@@ -108,23 +109,15 @@ export async function createOnnxEncoder(weights: UseLiteWeights): Promise<Window
     name: 'onnx',
     async encode(rows, length) {
       const batch = rows.length;
-      const ids = new BigInt64Array(batch * length);
-      const keyBias = new Float32Array(batch * length).fill(-1e9);
-      const mask = new Float32Array(batch * length);
-      const inverseLength = new Float32Array(batch);
-      rows.forEach((row, r) => {
-        inverseLength[r] = 1 / Math.max(row.length, 1);
-        for (let j = 0; j < row.length; j++) {
-          ids[r * length + j] = BigInt(row[j] as number);
-          keyBias[r * length + j] = 0;
-          mask[r * length + j] = 1;
-        }
-      });
+      const { ids, valid, lengths } = padWindows(rows, length);
+      // Padded keys get a large negative attention bias, as in the graph.
+      const keyBias = valid.map((v) => (v ? 0 : -1e9));
+      const inverseLength = lengths.map((n) => 1 / Math.max(n, 1));
       const out = await session.run({
-        ids: new Tensor('int64', ids, [batch, length]),
+        ids: new Tensor('int64', BigInt64Array.from(ids, BigInt), [batch, length]),
         timing: new Tensor('float32', weights.timing.data.subarray(0, length * timingWidth), [1, length, timingWidth]),
         key_bias: new Tensor('float32', keyBias, [batch, 1, 1, length]),
-        mask: new Tensor('float32', mask, [batch, length, 1]),
+        mask: new Tensor('float32', valid, [batch, length, 1]),
         inverse_length: new Tensor('float32', inverseLength, [batch, 1]),
       });
       const hidden = out.hidden as Tensor;

@@ -6,6 +6,7 @@ import {
   DIMENSIONS,
   HEADS,
   LN_EPSILON,
+  padWindows,
   type Dense,
   type Matrix,
   type Norm,
@@ -67,16 +68,7 @@ export async function createTfjsEncoder(weights: UseLiteWeights): Promise<Window
     name: 'tfjs-wasm',
     async encode(rows, length) {
       const batch = rows.length;
-      const ids = new Int32Array(batch * length);
-      const valid = new Float32Array(batch * length);
-      const lengths = new Float32Array(batch);
-      rows.forEach((row, r) => {
-        lengths[r] = row.length;
-        for (let j = 0; j < row.length; j++) {
-          ids[r * length + j] = row[j] as number;
-          valid[r * length + j] = 1;
-        }
-      });
+      const { ids, valid, lengths } = padWindows(rows, length);
       const out = tf.tidy(() => {
         const mask = tf.tensor2d(valid, [batch, length]);
         // Padded keys get a large negative attention bias, as in the graph.
