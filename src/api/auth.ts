@@ -62,25 +62,21 @@ export function authHook(ctx: AppContext) {
   const consume = (key: string, rule: BucketRule): LimitResult | Promise<LimitResult> =>
     limiter.consumeSync !== undefined ? limiter.consumeSync(key, rule) : limiter.consume(key, rule);
 
-  const failed = (reply: FastifyReply, secret: string | null, r: LimitResult): never => {
-    setRateHeaders(reply, r);
-    if (!r.allowed) {
-      reply.header('Retry-After', r.retryAfter);
-      throw refused(r);
-    }
-    const why =
-      secret === null
-        ? 'Missing or malformed Authorization header; expected "Bearer <API_KEY>"'
-        : 'The API key is invalid, revoked or expired';
-    throw new ApiError('INVALID_API_KEY', why);
-  };
-
   const limited = (reply: FastifyReply, r: LimitResult): void => {
     setRateHeaders(reply, r);
     if (!r.allowed) {
       reply.header('Retry-After', r.retryAfter);
       throw refused(r);
     }
+  };
+
+  const failed = (reply: FastifyReply, secret: string | null, r: LimitResult): never => {
+    limited(reply, r);
+    const why =
+      secret === null
+        ? 'Missing or malformed Authorization header; expected "Bearer <API_KEY>"'
+        : 'The API key is invalid, revoked or expired';
+    throw new ApiError('INVALID_API_KEY', why);
   };
 
   const admit = (

@@ -16,6 +16,11 @@ export interface SemanticKey {
   prefixText: string;
 }
 
+/** The one encoding of a context (stored with every entry, so it never changes). */
+function hashContext(namespace: string, shape: string, role: string, system: readonly Message[]): string {
+  return sha256Hex(`${namespace}\u0000${shape}\u0000${role}\u0000${canonicalMessages(system)}`);
+}
+
 /**
  * The `contextHash` of `semanticKey(messages, namespace)` alone, without the rest of the key
  * (an exact lookup needs only this).
@@ -32,8 +37,7 @@ export function contextHashOf(messages: readonly Message[], namespace: string): 
     if (last !== undefined) shape += last.role[0];
     last = m;
   }
-  const role = (last ?? (messages[messages.length - 1] as Message)).role;
-  return sha256Hex(`${namespace}\u0000${shape}\u0000${role}\u0000${canonicalMessages(system)}`);
+  return hashContext(namespace, shape, (last ?? (messages[messages.length - 1] as Message)).role, system);
 }
 
 export function semanticKey(messages: readonly Message[], namespace: string): SemanticKey {
@@ -46,7 +50,7 @@ export function semanticKey(messages: readonly Message[], namespace: string): Se
   const userTurns = earlier.filter((m) => m.role === 'user').map((m) => m.content);
   const previous = userTurns[userTurns.length - 1];
   return {
-    contextHash: sha256Hex(`${namespace}\u0000${shape}\u0000${last.role}\u0000${canonicalMessages(system)}`),
+    contextHash: hashContext(namespace, shape, last.role, system),
     prefixHash: sha256Hex(canonicalMessages(earlier)),
     // A follow-up is read with the user turn before it, so "when was it signed?" carries its "it".
     queryText: previous === undefined ? last.content : `${previous}\n${last.content}`,
