@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { io } from '@tensorflow/tfjs-core';
 import { Tokenizer } from '@tensorflow-models/universal-sentence-encoder';
+import { dot } from '../cache/scorer.ts';
 
 export const DIMENSIONS = 512;
 /** Tokens per window: longer texts are embedded in windows whose vectors are averaged. */
@@ -280,10 +281,4 @@ export class UseLiteModel {
     }
     return result;
   }
-}
-
-function dot(a: Float32Array, b: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += (a[i] as number) * (b[i] as number);
-  return s;
 }
