@@ -1,13 +1,14 @@
 import { performance } from 'node:perf_hooks';
 import type { Embedder } from '../embedding/interface.ts';
 import type { Account, Entry, EntryHead, Store, UsageDelta } from '../store/interface.ts';
-import type { VectorIndex } from '../vector/interface.ts';
+import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { promptHash, type Message } from './canonical.ts';
 import { contextHashOf, partitionOf, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, type HitScorer } from './scorer.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
+import { Turns } from '../util/turns.ts';
 
 export type CacheType = 'exact' | 'semantic';
 
@@ -109,6 +110,8 @@ function usable(e: EntryHead, nowIso: string, model: string | undefined): boolea
 export class CacheService {
   private readonly now: () => number;
   private readonly contextThreshold: number;
+  /** Requests resume one per event-loop pass after embedding, so exact lookups are not held up. */
+  private readonly turns = new Turns();
 
   constructor(private readonly deps: CacheDeps) {
     this.now = deps.now ?? Date.now;
@@ -193,22 +196,42 @@ export class CacheService {
     const embedder = this.deps.embedder as Embedder;
     const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
     const [vector, prefixVector] = await embedder.embed(texts);
+    await this.turns.next();
     if (!vector) return null;
     const neighbours = this.deps.index.search(partitionOf(account.id, key.contextHash), vector, CANDIDATES);
     if (neighbours.length === 0) return null;
-    const entries = await this.deps.store.getEntries(neighbours.map((n) => n.id));
-    const byId = new Map(entries.map((e) => [e.id, e]));
     // The nearest usable candidate by cosine is the one answer that could be served; the scorer
     // then decides whether it is close enough. (Re-ranking the candidates by the scorer picks a
-    // wrong neighbour more often on crowded data: measured in docs/quality.md.)
-    for (const n of neighbours) {
-      const e = byId.get(n.id);
-      if (e === undefined || !usable(e, nowIso, model) || e.accountId !== account.id || e.embedderId !== embedder.id || !e.vector) continue;
-      if (!this.samePrefix(key, prefixVector ?? null, e)) continue;
-      const score = this.deps.scorer.score({ text: key.queryText, vector }, { text: e.queryText, vector: e.vector }, n.cosine);
-      return { entry: e, score };
+    // wrong neighbour more often on crowded data: measured in docs/quality.md.) The nearest is
+    // read alone first, as it is nearly always usable; the others only when it is not.
+    const usableEntry = (e: Entry | undefined): e is Entry & { vector: Float32Array } =>
+      e !== undefined &&
+      usable(e, nowIso, model) &&
+      e.accountId === account.id &&
+      e.embedderId === embedder.id &&
+      e.vector !== null &&
+      this.samePrefix(key, prefixVector ?? null, e);
+    const [first] = await this.deps.store.getEntries([(neighbours[0] as Neighbour).id]);
+    let found: { entry: Entry & { vector: Float32Array }; cosine: number } | null = usableEntry(first)
+      ? { entry: first, cosine: (neighbours[0] as Neighbour).cosine }
+      : null;
+    if (!found && neighbours.length > 1) {
+      const rest = neighbours.slice(1);
+      const byId = new Map((await this.deps.store.getEntries(rest.map((n) => n.id))).map((e) => [e.id, e]));
+      for (const n of rest) {
+        const e = byId.get(n.id);
+        if (usableEntry(e)) {
+          found = { entry: e, cosine: n.cosine };
+          break;
+        }
+      }
     }
-    return null;
+    if (!found) return null;
+    const { entry, cosine } = found;
+    return {
+      entry,
+      score: this.deps.scorer.score({ text: key.queryText, vector }, { text: entry.queryText, vector: entry.vector }, cosine),
+    };
   }
 
   private samePrefix(key: SemanticKey, prefixVector: Float32Array | null, e: Entry): boolean {
@@ -251,6 +274,7 @@ export class CacheService {
     if (embedder) {
       const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
       const vs = await embedder.embed(texts);
+      await this.turns.next();
       vector = vs[0] ?? null;
       prefixVector = vs[1] ?? null;
     }

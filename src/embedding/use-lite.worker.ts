@@ -12,9 +12,10 @@ const port = parentPort;
 if (!port) throw new Error('use-lite.worker must run in a worker thread');
 
 // Embedding yields the CPU to the event loop: on Linux a thread's nice value is its own, so
-// this lowers only this worker, and exact hits are answered first when the cores are busy.
+// this lowers only this worker (to the lowest priority), and exact hits are answered first when
+// the cores are busy.
 try {
-  setPriority(10);
+  setPriority(19);
 } catch {
   // Not permitted here (or not supported): embedding runs at normal priority.
 }

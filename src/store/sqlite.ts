@@ -241,6 +241,7 @@ export class SqliteStore implements Store {
    */
   private readonly keyCache = new Lru<string, { key: ApiKey; account: Account }>(10_000);
   private readonly entryCache = new Lru<string, EntryHead>(10_000);
+  private readonly entriesByIds = new Map<number, Database.Statement>();
   private seenVersion = -1;
   private lastVersionCheck = -Infinity;
 
@@ -482,8 +483,13 @@ export class SqliteStore implements Store {
 
   async getEntries(ids: readonly number[]): Promise<Entry[]> {
     if (ids.length === 0) return [];
-    const rows = this.db.prepare(`SELECT * FROM entries WHERE id IN (${ids.map(() => '?').join(',')})`).all(...ids) as EntryRow[];
-    return rows.map(toEntry);
+    let stmt = this.entriesByIds.get(ids.length);
+    if (!stmt) {
+      stmt = this.db.prepare(`SELECT * FROM entries WHERE id IN (${ids.map(() => '?').join(',')})`);
+      // Searches ask for a handful of candidates: one prepared statement per small count.
+      if (ids.length <= 32) this.entriesByIds.set(ids.length, stmt);
+    }
+    return (stmt.all(...ids) as EntryRow[]).map(toEntry);
   }
 
   async listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: EntryOrder }): Promise<EntryPage> {
