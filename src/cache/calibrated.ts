@@ -41,11 +41,11 @@ export function loadHitModel(url: URL = new URL('./hit-model.json', import.meta.
   return model;
 }
 
-/** The network's input for a pair. */
-export function inputVector(model: HitModel, hand: number[], u: Float32Array, v: Float32Array): Float64Array {
+/** The network's input for a pair, written into `out` when it is given and long enough. */
+export function inputVector(model: HitModel, hand: number[], u: Float32Array, v: Float32Array, out?: Float64Array): Float64Array {
   const h = hand.length;
   const d = Math.min(u.length, v.length);
-  const x = new Float64Array(h + 2 * d);
+  const x = out && out.length === h + 2 * d ? out : new Float64Array(h + 2 * d);
   for (let i = 0; i < h; i++) {
     const s = model.std[i] as number;
     x[i] = s > 0 ? ((hand[i] as number) - (model.mean[i] as number)) / s : 0;
@@ -59,6 +59,18 @@ export function inputVector(model: HitModel, hand: number[], u: Float32Array, v:
   return x;
 }
 
+/**
+ * The hidden layers' outputs, reused from one pass to the next (a pass runs to completion on one
+ * thread), so scoring allocates nothing for the garbage collector to find.
+ */
+const hidden: Float64Array[] = [];
+
+function layerOutput(l: number, size: number): Float64Array {
+  let z = hidden[l];
+  if (!z || z.length !== size) hidden[l] = z = new Float64Array(size);
+  return z;
+}
+
 /** The output logit of one network. */
 export function forwardNet(net: HitNet, x: Float64Array): number {
   let a: Float64Array = x;
@@ -69,11 +81,23 @@ export function forwardNet(net: HitNet, x: Float64Array): number {
     const out = layer.out;
     const w = layer.w;
     const b = layer.b;
-    const z = new Float64Array(out);
+    const z = layerOutput(l, out);
     for (let o = 0; o < out; o++) {
-      let sum = b[o] as number;
       const off = o * n;
-      for (let i = 0; i < n; i++) sum += (w[off + i] as number) * (a[i] as number);
+      // Four running sums: independent additions, so the loop is not one long dependency chain.
+      let s0 = b[o] as number;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      let i = 0;
+      for (; i + 3 < n; i += 4) {
+        s0 += (w[off + i] as number) * (a[i] as number);
+        s1 += (w[off + i + 1] as number) * (a[i + 1] as number);
+        s2 += (w[off + i + 2] as number) * (a[i + 2] as number);
+        s3 += (w[off + i + 3] as number) * (a[i + 3] as number);
+      }
+      for (; i < n; i++) s0 += (w[off + i] as number) * (a[i] as number);
+      const sum = s0 + s1 + s2 + s3;
       z[o] = l < last ? Math.max(0, sum) : sum;
     }
     a = z;
@@ -99,8 +123,12 @@ export function forward(model: HitModel, x: Float64Array): number {
 export class CalibratedScorer implements HitScorer {
   readonly id = 'calibrated@3';
   private readonly info = new Lru<string, TextInfo>(20_000);
+  /** The network's input, rewritten for each pair. */
+  private readonly input: Float64Array;
 
-  constructor(private readonly model: HitModel = loadHitModel()) {}
+  constructor(private readonly model: HitModel = loadHitModel()) {
+    this.input = new Float64Array((model.nets[0] as HitNet).layers[0]?.in ?? 0);
+  }
 
   private analyse(text: string): TextInfo {
     let i = this.info.get(text);
@@ -113,10 +141,12 @@ export class CalibratedScorer implements HitScorer {
   }
 
   score(query: Side, candidate: Side, cosine: number): number {
-    const a = this.analyse(query.text);
+    // Stored texts come back as candidates again and again; a query's text seldom does, and
+    // remembering each would only fill the memo (and the garbage collector's work) with them.
+    const a = analyse(query.text);
     const b = this.analyse(candidate.text);
     if (a.normalised === b.normalised) return 1;
-    const x = inputVector(this.model, pairFeatures(a, b, cosine), query.vector, candidate.vector);
+    const x = inputVector(this.model, pairFeatures(a, b, cosine), query.vector, candidate.vector, this.input);
     return 1 / (1 + Math.exp(-forward(this.model, x)));
   }
 }
