@@ -202,14 +202,14 @@ if (!skip.has('http')) {
 
       // 4. Exact hits alone, while a semantic load runs, and (the machine's share) while
       // lowest-priority processes only spin on every core: paced probes (1,000/s on 4
-      // connections, timed to the microsecond), alternating, medians of 3 rounds each.
+      // connections, timed to the microsecond), alternating, medians of 5 rounds each.
       const probeExact = () =>
         probe({ url: `${base}/api/v1/check`, headers: auth, body: checkBody, connections: 4, rate: 1000, duration: seconds });
       const alone: ProbeResult[] = [];
       const loaded: ProbeResult[] = [];
       const spun: ProbeResult[] = [];
       const background: LoadResult[] = [];
-      for (let round = 0; round < (quick ? 1 : 3); round++) {
+      for (let round = 0; round < (quick ? 1 : 5); round++) {
         alone.push(await probeExact());
         const [l, b] = await Promise.all([
           probeExact(),
