@@ -6,7 +6,6 @@
  */
 export class Turns {
   private readonly waiting: (() => void)[] = [];
-  private head = 0;
   private scheduled = false;
 
   /** Resolves on a later pass of the event loop, after the I/O that is ready by then. */
@@ -24,12 +23,7 @@ export class Turns {
 
   private readonly grant = (): void => {
     this.scheduled = false;
-    const resolve = this.waiting[this.head++];
-    if (this.head > 1024 && this.head * 2 > this.waiting.length) {
-      this.waiting.splice(0, this.head);
-      this.head = 0;
-    }
-    resolve?.();
-    if (this.head < this.waiting.length) this.schedule();
+    this.waiting.shift()?.();
+    if (this.waiting.length > 0) this.schedule();
   };
 }

@@ -1,6 +1,13 @@
 import usearch, { type Matches } from 'usearch';
 import type { Neighbour, VectorIndex } from './interface.ts';
 
+/** usearch's matches (inner-product distances) as neighbours; `idOf` maps a match's key to an entry id. */
+export function neighboursOf(res: Matches, idOf: (key: number) => number): Neighbour[] {
+  const out: Neighbour[] = [];
+  for (let i = 0; i < res.keys.length; i++) out.push({ id: idOf(Number(res.keys[i])), cosine: 1 - (res.distances[i] as number) });
+  return out;
+}
+
 /** One partition: vectors packed in one growable Float32Array, removal by swap with the last. */
 class Partition {
   ids: number[] = [];
@@ -102,9 +109,6 @@ export class BruteForceIndex implements VectorIndex {
     // usearch's exact scan (SIMD, one thread): about 7 times a JavaScript loop over the same rows.
     const rows = p.data.subarray(0, p.ids.length * this.dimensions);
     const res = usearch.exactSearch(rows, query, this.dimensions, n, usearch.MetricKind.IP, 1) as Matches;
-    const out: Neighbour[] = [];
-    for (let i = 0; i < res.keys.length; i++)
-      out.push({ id: p.ids[Number(res.keys[i])] as number, cosine: 1 - (res.distances[i] as number) });
-    return out;
+    return neighboursOf(res, (row) => p.ids[row] as number);
   }
 }

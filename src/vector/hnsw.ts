@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import usearch, { type ScalarKind } from 'usearch';
-import { BruteForceIndex } from './brute.ts';
+import usearch, { type Matches, type ScalarKind } from 'usearch';
+import { BruteForceIndex, neighboursOf } from './brute.ts';
 import type { Neighbour, VectorIndex } from './interface.ts';
 
 type Graph = InstanceType<typeof usearch.Index>;
@@ -241,10 +241,7 @@ export class HybridIndex implements VectorIndex {
     if (!graph) return this.small.search(partition, query, k);
     const n = Math.min(k, graph.size());
     if (n <= 0) return [];
-    const res = graph.search(query, n, 1);
-    const out: Neighbour[] = [];
-    for (let i = 0; i < res.keys.length; i++) out.push({ id: Number(res.keys[i]), cosine: 1 - (res.distances[i] as number) });
-    return out;
+    return neighboursOf(graph.search(query, n, 1) as Matches, (key) => key);
   }
 }
 
