@@ -38,12 +38,37 @@ export function loadPairs(file: string, limit?: number): Pair[] {
   return rows;
 }
 
-/** Splits rows into folds by a hash of their text, so a split is the same on every run. */
-export function foldOf(p: Pair, folds: number): number {
-  const h = createHash('sha256')
-    .update(JSON.stringify([p.a, p.b]))
-    .digest();
-  return (h.readUInt32BE(0) >>> 0) % folds;
+/**
+ * Splits texts into folds so that every pair's two texts fall in the same fold: texts joined by
+ * any pair (either label), transitively, form a component, and a component's fold is a hash of
+ * its first text in sorted order. A model trained on the other folds has then seen neither text
+ * of a held-out pair, nor any other pair of either text. The split is the same on every run.
+ */
+export function componentFolds(pairs: readonly Pair[], folds: number): (text: string) => number {
+  const parent = new Map<string, string>();
+  const find = (x: string): string => {
+    let root = x;
+    while (parent.has(root) && parent.get(root) !== root) root = parent.get(root) as string;
+    parent.set(x, root);
+    return root;
+  };
+  const side = (x: string | string[]) => JSON.stringify(x);
+  for (const p of pairs) {
+    const a = find(side(p.a));
+    const b = find(side(p.b));
+    if (a !== b) parent.set(a, b);
+  }
+  const first = new Map<string, string>();
+  for (const t of [...parent.keys()].sort()) {
+    const root = find(t);
+    if (!first.has(root)) first.set(root, t);
+  }
+  return (text) => {
+    const h = createHash('sha256')
+      .update(first.get(find(JSON.stringify(text))) ?? JSON.stringify(text))
+      .digest();
+    return (h.readUInt32BE(0) >>> 0) % folds;
+  };
 }
 
 /**

@@ -1,8 +1,13 @@
 /**
- * Trains the hit model (src/cache/hit-model.json): an ensemble of small neural networks (or,
- * with --hidden 0, logistic regressions) over hand-made pair features and the element-wise
- * product and absolute difference of the two USE-lite vectors, on the development pair files
- * only. Prints a 3-fold cross-validated report beside raw cosine, then trains on all rows.
+ * Trains the hit model (src/cache/hit-model.json) on the development pair files only:
+ * 1. an ensemble of small neural networks (or, with --hidden 0, logistic regressions) over
+ *    hand-made pair features and the element-wise product and absolute difference of the two
+ *    USE-lite vectors, cross-validated in 3 folds (a pair's texts and every other pair of those
+ *    texts fall in the same fold) and reported beside raw cosine;
+ * 2. the neighbourhood stage, a logistic regression fitted on crowded use: every `a` of a file
+ *    stored, every `b` checked, the nearest entry scored by the fold model that never saw `b`,
+ *    with how much nearer it is than the runner-up; cross-validated and reported the same way.
+ * Then the first stage is trained on all rows and both are written.
  *
  *   node --import tsx scripts/train-scorer.ts [--data DIR] [--out FILE] [--hidden 32]
  *     [--epochs 30] [--l2 0.0001] [--ensemble 3] [--no-skip] [--weighting rows|sqrt|sources] [--no-write]
@@ -12,11 +17,21 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { inputVector, type HitModel, type HitNet, forward } from '../src/cache/calibrated.ts';
+import path from 'node:path';
+import {
+  inputVector,
+  type HitModel,
+  type HitNet,
+  forward,
+  NEIGHBOURHOOD_FEATURES,
+  neighbourhoodFeatures,
+  neighbourhoodLogit,
+} from '../src/cache/calibrated.ts';
 import { analyse, FEATURE_NAMES, pairFeatures } from '../src/cache/features.ts';
 import { dot } from '../src/cache/scorer.ts';
 import { createUseLiteEmbedder } from '../src/embedding/use-lite.ts';
-import { CachedEmbedder, defaultEvalDir, foldOf, loadPairs, pairFiles, type Pair } from '../eval/data.ts';
+import { BruteForceIndex } from '../src/vector/brute.ts';
+import { CachedEmbedder, componentFolds, defaultEvalDir, loadPairs, pairFiles, type Pair } from '../eval/data.ts';
 import { seededRandom as rng } from '../src/util/random.ts';
 
 const { values } = parseArgs({
@@ -47,8 +62,8 @@ const LR = Number(values.lr);
 /** Weights are written with five decimals. */
 const round = (x: number) => Math.round(x * 1e5) / 1e5;
 const text = (x: string | string[]) => (Array.isArray(x) ? (x[x.length - 1] as string) : x);
-const pairs: Pair[] = pairFiles(dir)
-  .flatMap((f) => loadPairs(f))
+const pairs: (Pair & { file: string })[] = pairFiles(dir)
+  .flatMap((f) => loadPairs(f).map((p) => ({ ...p, file: path.basename(f) })))
   .filter((p) => !Array.isArray(p.a))
   .filter((p) => values.only === undefined || p.source.includes(values.only));
 console.log(`pairs: ${pairs.length} from ${dir}`);
@@ -69,6 +84,7 @@ interface Row {
   fold: number;
   source: string;
 }
+const foldOf = componentFolds(pairs, 3);
 const rows: Row[] = pairs.map((p) => {
   const u = vec.get(text(p.a)) as Float32Array;
   const v = vec.get(text(p.b)) as Float32Array;
@@ -79,7 +95,7 @@ const rows: Row[] = pairs.map((p) => {
     v,
     cosine,
     y: p.label,
-    fold: foldOf(p, 3),
+    fold: foldOf(text(p.a)),
     source: p.source,
   };
 });
@@ -265,11 +281,13 @@ function report(name: string, scored: { score: number; y: number }[]): void {
 
 const seed = Number(values.seed);
 const heldOut: { score: number; cos: number; y: number; source: string }[] = [];
+const foldModels: HitModel[] = [];
 for (let fold = 0; fold < 3; fold++) {
   const model = train(
     rows.filter((r) => r.fold !== fold),
     seed + fold,
   );
+  foldModels.push(model);
   for (const r of rows.filter((r) => r.fold === fold)) heldOut.push({ score: predict(model, r), cos: r.cosine, y: r.y, source: r.source });
 }
 for (const source of [...new Set(heldOut.map((r) => r.source))]) {
@@ -283,7 +301,172 @@ for (const source of [...new Set(heldOut.map((r) => r.source))]) {
     sub.map((r) => ({ score: r.score, y: r.y })),
   );
 }
+
+/**
+ * One crowded check: the nearest stored `a` for a query `b` of the same file, scored by the fold
+ * model that never saw `b`, with the runner-up's cosine (found the way the service finds it).
+ */
+interface CrowdedRow {
+  logit: number;
+  raw: number[];
+  y: number;
+  /** The query's group has a stored entry (a right answer exists). */
+  answerable: boolean;
+  fold: number;
+  file: string;
+}
+
+function crowdedRows(): CrowdedRow[] {
+  const out: CrowdedRow[] = [];
+  for (const file of [...new Set(pairs.map((p) => p.file))]) {
+    const filePairs = pairs.filter((p) => p.file === file);
+    const norm = (t: string) =>
+      t
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}]+/gu, ' ')
+        .trim();
+    const parent = new Map<string, string>();
+    const find = (x: string): string => {
+      let root = x;
+      while (parent.has(root) && parent.get(root) !== root) root = parent.get(root) as string;
+      parent.set(x, root);
+      return root;
+    };
+    for (const p of filePairs) {
+      const a = find(norm(text(p.a)));
+      const b = find(norm(text(p.b)));
+      if (p.label === 1 && a !== b) parent.set(a, b);
+    }
+    const stored = [...new Set(filePairs.map((p) => text(p.a)))];
+    const storedGroups = new Set(stored.map((t) => find(norm(t))));
+    const index = new BruteForceIndex(512);
+    stored.forEach((t, i) => index.add('crowded', i, vec.get(t) as Float32Array));
+    for (const q of new Set(filePairs.map((p) => text(p.b)))) {
+      const v = vec.get(q) as Float32Array;
+      const [top, ...others] = index.search('crowded', v, 8);
+      if (!top) continue;
+      const candidate = stored[top.id] as string;
+      const a = analyse(q);
+      const b = analyse(candidate);
+      // Identical texts score 1 before any model, and a lone entry has no runner-up.
+      const rival = others.find((n) => Math.abs(n.cosine - top.cosine) > 1e-5);
+      if (a.normalised === b.normalised || !rival) continue;
+      const fold = foldOf(q);
+      const model = foldModels[fold] as HitModel;
+      const u = vec.get(candidate) as Float32Array;
+      const logit = forward(model, inputVector(model, pairFeatures(a, b, top.cosine), v, u));
+      const g = find(norm(q));
+      out.push({
+        logit,
+        raw: neighbourhoodFeatures(logit, top.cosine, rival.cosine, a),
+        y: find(norm(candidate)) === g ? 1 : 0,
+        answerable: storedGroups.has(g),
+        fold,
+        file,
+      });
+    }
+  }
+  return out;
+}
+
+type Stage = NonNullable<HitModel['neighbourhood']>;
+
+/** Newton's method on the L2-regularised, file-weighted log loss of a logistic regression. */
+function fitStage(train: CrowdedRow[]): Stage {
+  const k = NEIGHBOURHOOD_FEATURES.length;
+  const mean = new Array<number>(k).fill(0);
+  const std = new Array<number>(k).fill(0);
+  for (const r of train) r.raw.forEach((x, i) => (mean[i] = (mean[i] as number) + x / train.length));
+  for (const r of train) r.raw.forEach((x, i) => (std[i] = (std[i] as number) + (x - (mean[i] as number)) ** 2 / train.length));
+  const sd = std.map(Math.sqrt);
+  const X = train.map((r) => [...r.raw.map((x, i) => ((sd[i] as number) > 0 ? (x - (mean[i] as number)) / (sd[i] as number) : 0)), 1]);
+  // Every file weighs the same in total, so the many QQP questions do not drown the others.
+  const perFile = new Map<string, number>();
+  for (const r of train) perFile.set(r.file, (perFile.get(r.file) ?? 0) + 1);
+  const weight = train.map((r) => train.length / perFile.size / (perFile.get(r.file) as number));
+  const w = new Array<number>(k + 1).fill(0);
+  const lambda = 1;
+  for (let iter = 0; iter < 30; iter++) {
+    const g = w.map((wi, i) => (i < k ? lambda * wi : 0));
+    const h = w.map((_, i) => w.map((__, j) => (i === j && i < k ? lambda : 0)));
+    X.forEach((x, n) => {
+      const p = 1 / (1 + Math.exp(-x.reduce((s, xi, i) => s + xi * (w[i] as number), 0)));
+      const c = weight[n] as number;
+      for (let i = 0; i <= k; i++) {
+        g[i] = (g[i] as number) + c * (p - (train[n] as CrowdedRow).y) * (x[i] as number);
+        const hi = h[i] as number[];
+        for (let j = 0; j <= k; j++) hi[j] = (hi[j] as number) + c * p * (1 - p) * (x[i] as number) * (x[j] as number);
+      }
+    });
+    const step = solve(h, g);
+    for (let i = 0; i <= k; i++) w[i] = (w[i] as number) - (step[i] as number);
+  }
+  return { features: [...NEIGHBOURHOOD_FEATURES], mean: mean.map(round), std: sd.map(round), weights: w.map(round) };
+}
+
+/** Solves the small dense system `a x = b` by Gaussian elimination with partial pivoting. */
+function solve(a: number[][], b: number[]): number[] {
+  const n = b.length;
+  const m = a.map((row, i) => [...row, b[i] as number]);
+  for (let c = 0; c < n; c++) {
+    let pivot = c;
+    for (let r = c + 1; r < n; r++)
+      if (Math.abs((m[r] as number[])[c] as number) > Math.abs((m[pivot] as number[])[c] as number)) pivot = r;
+    [m[c], m[pivot]] = [m[pivot] as number[], m[c] as number[]];
+    const top = m[c] as number[];
+    for (let r = c + 1; r < n; r++) {
+      const row = m[r] as number[];
+      const f = (row[c] as number) / (top[c] as number);
+      for (let j = c; j <= n; j++) row[j] = (row[j] as number) - f * (top[j] as number);
+    }
+  }
+  const x = new Array<number>(n).fill(0);
+  for (let r = n - 1; r >= 0; r--) {
+    const row = m[r] as number[];
+    let sum = row[n] as number;
+    for (let j = r + 1; j < n; j++) sum -= (row[j] as number) * (x[j] as number);
+    x[r] = sum / (row[r] as number);
+  }
+  return x;
+}
+
+/** Right / wrong hits among the crowded checks at each threshold, and precision and recall. */
+function crowdedReport(name: string, scored: { score: number; y: number }[], answerable: number): void {
+  const line = [0.6, 0.75, 0.85, 0.9, 0.95].map((t) => {
+    const hits = scored.filter((r) => r.score >= t);
+    const right = hits.filter((r) => r.y === 1).length;
+    return `@${t}: ${right}/${hits.length - right} P ${(right / Math.max(1, hits.length)).toFixed(3)} R ${(right / Math.max(1, answerable)).toFixed(3)}`;
+  });
+  console.log(`${name.padEnd(34)} ${line.join('  ')}`);
+}
+
+const crowded = crowdedRows();
+const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
+const staged: { score: number; y: number; file: string }[] = [];
+for (let fold = 0; fold < 3; fold++) {
+  const stage = fitStage(crowded.filter((r) => r.fold !== fold));
+  for (const r of crowded.filter((r) => r.fold === fold))
+    staged.push({ score: sigmoid(neighbourhoodLogit(stage, r.raw)), y: r.y, file: r.file });
+}
+console.log('\ncrowded (every a stored, every b checked; right/wrong hits among checks with a runner-up, held-out):');
+for (const file of [...new Set(crowded.map((r) => r.file))]) {
+  const sub = crowded.filter((r) => r.file === file);
+  const answerable = sub.filter((r) => r.answerable).length;
+  crowdedReport(
+    `${file} first stage`,
+    sub.map((r) => ({ score: sigmoid(r.logit), y: r.y })),
+    answerable,
+  );
+  crowdedReport(
+    `${file} with neighbourhood`,
+    staged.filter((r) => r.file === file),
+    answerable,
+  );
+}
+
 if (!values['no-write']) {
-  writeFileSync(values.out, `${JSON.stringify(train(rows, seed))}\n`);
+  const neighbourhood = fitStage(crowded);
+  console.log(`neighbourhood stage: ${neighbourhood.weights.join(' ')}`);
+  writeFileSync(values.out, `${JSON.stringify({ ...train(rows, seed), neighbourhood })}\n`);
   console.log(`wrote ${values.out}`);
 }

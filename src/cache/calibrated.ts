@@ -23,6 +23,47 @@ export interface HitModel {
   std: number[];
   /** The members of the ensemble; their logits are averaged. */
   nets: HitNet[];
+  /**
+   * A second stage, used when the partition holds another question besides the candidate: a
+   * logistic regression over the first stage's logit and how much nearer the candidate is than
+   * the runner-up (`NEIGHBOURHOOD_FEATURES`, standardised; the last weight is the bias).
+   */
+  neighbourhood?: { features: string[]; mean: number[]; std: number[]; weights: number[] };
+}
+
+export const NEIGHBOURHOOD_FEATURES = [
+  'logit',
+  'margin',
+  'cosine',
+  'runner_up',
+  'log_words',
+  'question',
+  'margin_x_log_words',
+  'logit_x_log_words',
+  'margin_x_question',
+  'logit_x_question',
+] as const;
+
+/**
+ * The second stage's raw inputs: the first stage's `logit` for the candidate, its `cosine`, the
+ * `runnerUp` cosine of the nearest other question, and the query's length and form.
+ */
+export function neighbourhoodFeatures(logit: number, cosine: number, runnerUp: number, query: TextInfo): number[] {
+  const l = Math.max(-12, Math.min(12, logit));
+  const margin = Math.max(-0.3, Math.min(0.3, cosine - runnerUp));
+  const words = Math.log1p(query.words.length);
+  const question = query.question ? 1 : 0;
+  return [l, margin, cosine, runnerUp, words, question, margin * words, l * words, margin * question, l * question];
+}
+
+/** The second stage's logit from its raw inputs. */
+export function neighbourhoodLogit(stage: NonNullable<HitModel['neighbourhood']>, raw: number[]): number {
+  let z = stage.weights[raw.length] as number;
+  for (let i = 0; i < raw.length; i++) {
+    const s = stage.std[i] as number;
+    if (s > 0) z += ((stage.weights[i] as number) * ((raw[i] as number) - (stage.mean[i] as number))) / s;
+  }
+  return z;
 }
 
 export function loadHitModel(url: URL = new URL('./hit-model.json', import.meta.url)): HitModel {
@@ -32,6 +73,16 @@ export function loadHitModel(url: URL = new URL('./hit-model.json', import.meta.
   }
   if (model.features.join() !== FEATURE_NAMES.join()) {
     throw new Error(`hit model ${url.pathname} was trained on other features`);
+  }
+  const stage = model.neighbourhood;
+  if (
+    stage &&
+    (stage.features.join() !== NEIGHBOURHOOD_FEATURES.join() ||
+      stage.weights.length !== NEIGHBOURHOOD_FEATURES.length + 1 ||
+      stage.mean.length !== NEIGHBOURHOOD_FEATURES.length ||
+      stage.std.length !== NEIGHBOURHOOD_FEATURES.length)
+  ) {
+    throw new Error(`hit model ${url.pathname} has a neighbourhood stage on other features`);
   }
   // Typed arrays: the forward pass reads them several times faster than JSON arrays.
   for (const net of model.nets) {
@@ -118,10 +169,12 @@ export function forward(model: HitModel, x: Float64Array): number {
 /**
  * `similarity_score` as the calibrated probability that a cached answer for the candidate is a
  * right answer for the query, from a small model over the two vectors and cheap text checks
- * (numbers, negation, names, rare words, question words, word overlap). Identical texts score 1.
+ * (numbers, negation, names, rare words, question words, word overlap). When the partition holds
+ * another question, a second stage also weighs how much nearer the candidate is than that one.
+ * Identical texts score 1.
  */
 export class CalibratedScorer implements HitScorer {
-  readonly id = 'calibrated@3';
+  readonly id = 'calibrated@4';
   private readonly info = new Lru<string, TextInfo>(20_000);
   /** The network's input, rewritten for each pair. */
   private readonly input: Float64Array;
@@ -140,13 +193,16 @@ export class CalibratedScorer implements HitScorer {
     return i;
   }
 
-  score(query: Side, candidate: Side, cosine: number): number {
+  score(query: Side, candidate: Side, cosine: number, runnerUp?: number): number {
     // Stored texts come back as candidates again and again; a query's text seldom does, and
     // remembering each would only fill the memo (and the garbage collector's work) with them.
     const a = analyse(query.text);
     const b = this.analyse(candidate.text);
     if (a.normalised === b.normalised) return 1;
     const x = inputVector(this.model, pairFeatures(a, b, cosine), query.vector, candidate.vector, this.input);
-    return 1 / (1 + Math.exp(-forward(this.model, x)));
+    let logit = forward(this.model, x);
+    const stage = this.model.neighbourhood;
+    if (stage && runnerUp !== undefined) logit = neighbourhoodLogit(stage, neighbourhoodFeatures(logit, cosine, runnerUp, a));
+    return 1 / (1 + Math.exp(-logit));
   }
 }

@@ -6,11 +6,12 @@ export interface Side {
 
 /**
  * Turns a candidate into `similarity_score` in [0, 1], the number `similarity_threshold` is
- * compared with. `cosine` is the raw cosine of the two vectors.
+ * compared with. `cosine` is the raw cosine of the two vectors; `runnerUp`, when the partition
+ * holds another question, is the query's cosine with the nearest one after the candidate.
  */
 export interface HitScorer {
   readonly id: string;
-  score(query: Side, candidate: Side, cosine: number): number;
+  score(query: Side, candidate: Side, cosine: number, runnerUp?: number): number;
 }
 
 export function dot(a: Float32Array, b: Float32Array): number {

@@ -228,9 +228,18 @@ export class CacheService {
     }
     if (!found) return null;
     const { entry, cosine } = found;
+    // The runner-up: the nearest other question in the partition (an entry with the very same
+    // vector is the same text, stored again, and is no rival). A candidate far nearer than any
+    // other is more likely the same question; one among several equally near, less.
+    const rival = neighbours.find((n) => n.id !== entry.id && Math.abs(n.cosine - cosine) > 1e-5);
     return {
       entry,
-      score: this.deps.scorer.score({ text: key.queryText, vector }, { text: entry.queryText, vector: entry.vector }, cosine),
+      score: this.deps.scorer.score(
+        { text: key.queryText, vector },
+        { text: entry.queryText, vector: entry.vector },
+        cosine,
+        rival?.cosine,
+      ),
     };
   }
 

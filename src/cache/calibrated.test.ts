@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { closeSharedEmbedder, sharedEmbedder, tempDir } from '../../test/helpers.ts';
+import type { Embedder } from '../embedding/interface.ts';
+import { CalibratedScorer, loadHitModel } from './calibrated.ts';
+import { dot, type Side } from './scorer.ts';
+
+describe('CalibratedScorer', () => {
+  let embedder: Embedder;
+  let query: Side;
+  let candidate: Side;
+  let cosine: number;
+  before(async () => {
+    embedder = await sharedEmbedder();
+    const q = 'How can I reset my password?';
+    const c = 'How do I reset my password?';
+    const [qv, cv] = await embedder.embed([q, c]);
+    query = { text: q, vector: qv as Float32Array };
+    candidate = { text: c, vector: cv as Float32Array };
+    cosine = dot(query.vector, candidate.vector);
+  });
+  after(closeSharedEmbedder);
+
+  test('the shipped model has a neighbourhood stage', () => {
+    assert.ok(loadHitModel().neighbourhood);
+  });
+
+  test('a model whose neighbourhood stage has other features is refused with a clear error', () => {
+    const model = JSON.parse(readFileSync(new URL('./hit-model.json', import.meta.url), 'utf8'));
+    model.neighbourhood.features = ['logit', 'margin'];
+    const file = path.join(tempDir(), 'hit-model.json');
+    writeFileSync(file, JSON.stringify(model));
+    assert.throws(() => loadHitModel(pathToFileURL(file)), /neighbourhood stage on other features/);
+  });
+
+  test('without a runner-up the score is the first stage alone', () => {
+    const model = loadHitModel();
+    const firstStage = new CalibratedScorer({ ...model, neighbourhood: undefined });
+    const both = new CalibratedScorer(model);
+    assert.equal(both.score(query, candidate, cosine), firstStage.score(query, candidate, cosine, cosine - 0.2));
+    assert.notEqual(both.score(query, candidate, cosine, cosine - 0.2), firstStage.score(query, candidate, cosine));
+  });
+
+  test('a candidate far nearer than any other question scores above one among equally near ones', () => {
+    const scorer = new CalibratedScorer();
+    const alone = scorer.score(query, candidate, cosine, cosine - 0.25);
+    const crowded = scorer.score(query, candidate, cosine, cosine - 0.005);
+    assert.ok(alone > crowded, `${alone} should be above ${crowded}`);
+    assert.ok(alone > 0 && alone < 1 && crowded > 0 && crowded < 1);
+  });
+
+  test('identical texts score 1 whatever the runner-up', () => {
+    const scorer = new CalibratedScorer();
+    assert.equal(scorer.score(candidate, { ...candidate }, 1, 0.999), 1);
+  });
+});
