@@ -44,7 +44,25 @@ export function loadPairs(file: string, limit?: number): Pair[] {
  * its first text in sorted order. A model trained on the other folds has then seen neither text
  * of a held-out pair, nor any other pair of either text. The split is the same on every run.
  */
-export function componentFolds(pairs: readonly Pair[], folds: number): (text: string) => number {
+export function componentFolds(pairs: readonly Pair[], folds: number): (text: string | string[]) => number {
+  const sets = unionFind();
+  const side = (x: string | string[]) => JSON.stringify(x);
+  for (const p of pairs) sets.union(side(p.a), side(p.b));
+  const first = new Map<string, string>();
+  for (const t of sets.members().sort()) {
+    const root = sets.find(t);
+    if (!first.has(root)) first.set(root, t);
+  }
+  return (text) => {
+    const h = createHash('sha256')
+      .update(first.get(sets.find(side(text))) ?? side(text))
+      .digest();
+    return (h.readUInt32BE(0) >>> 0) % folds;
+  };
+}
+
+/** Disjoint sets of strings: `find` gives a set's root, `union` joins two sets. */
+export function unionFind(): { find(x: string): string; union(a: string, b: string): void; members(): string[] } {
   const parent = new Map<string, string>();
   const find = (x: string): string => {
     let root = x;
@@ -52,23 +70,37 @@ export function componentFolds(pairs: readonly Pair[], folds: number): (text: st
     parent.set(x, root);
     return root;
   };
-  const side = (x: string | string[]) => JSON.stringify(x);
-  for (const p of pairs) {
-    const a = find(side(p.a));
-    const b = find(side(p.b));
-    if (a !== b) parent.set(a, b);
-  }
-  const first = new Map<string, string>();
-  for (const t of [...parent.keys()].sort()) {
-    const root = find(t);
-    if (!first.has(root)) first.set(root, t);
-  }
-  return (text) => {
-    const h = createHash('sha256')
-      .update(first.get(find(JSON.stringify(text))) ?? JSON.stringify(text))
-      .digest();
-    return (h.readUInt32BE(0) >>> 0) % folds;
+  return {
+    find,
+    union: (a, b) => {
+      const ra = find(a);
+      const rb = find(b);
+      if (ra !== rb) parent.set(ra, rb);
+    },
+    members: () => [...parent.keys()],
   };
+}
+
+/**
+ * Equivalence groups for crowded mode: texts joined by a label-1 pair, transitively, and texts
+ * that are the same once case, spacing and punctuation are ignored. A served entry is right when
+ * it is in the query's group.
+ */
+export function answerGroups(pairs: readonly Pair[]): (side: string | string[]) => string {
+  const sets = unionFind();
+  const norm = (side: string | string[]) =>
+    (Array.isArray(side) ? side : [side])
+      .map((t) =>
+        t
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N}]+/gu, ' ')
+          .trim(),
+      )
+      .join('\u0000');
+  for (const p of pairs) {
+    if (p.label === 1) sets.union(norm(p.a), norm(p.b));
+  }
+  return (side) => sets.find(norm(side));
 }
 
 /**

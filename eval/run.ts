@@ -20,7 +20,7 @@ import { loadConfig } from '../src/config.ts';
 import { createUseLiteEmbedder } from '../src/embedding/use-lite.ts';
 import { createRuntime } from '../src/runtime.ts';
 import type { Account } from '../src/store/interface.ts';
-import { CachedEmbedder, defaultEvalDir, loadPairs, pairFiles, type Pair } from './data.ts';
+import { answerGroups, CachedEmbedder, defaultEvalDir, loadPairs, pairFiles, type Pair } from './data.ts';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
@@ -94,38 +94,8 @@ async function pairsMode(pairs: Pair[], scorer: HitScorer, embedder: CachedEmbed
   });
 }
 
-/**
- * Equivalence groups for crowded mode: texts joined by a label-1 pair, transitively, and texts
- * that are the same once case, spacing and punctuation are ignored. A served entry is right when
- * it is in the query's group.
- */
-function groups(pairs: Pair[]): (side: string | string[]) => string {
-  const parent = new Map<string, string>();
-  const norm = (side: string | string[]) =>
-    (Array.isArray(side) ? side : [side])
-      .map((t) =>
-        t
-          .toLowerCase()
-          .replace(/[^\p{L}\p{N}]+/gu, ' ')
-          .trim(),
-      )
-      .join('\u0000');
-  const find = (x: string): string => {
-    let root = x;
-    while (parent.has(root) && parent.get(root) !== root) root = parent.get(root) as string;
-    parent.set(x, root);
-    return root;
-  };
-  for (const p of pairs) {
-    const a = find(norm(p.a));
-    const b = find(norm(p.b));
-    if (p.label === 1 && a !== b) parent.set(a, b);
-  }
-  return (side) => find(norm(side));
-}
-
 async function crowdedMode(pairs: Pair[], scorer: HitScorer, embedder: CachedEmbedder): Promise<Outcome[]> {
-  const group = groups(pairs);
+  const group = answerGroups(pairs);
   const storedGroups = new Set(pairs.map((p) => group(p.a)));
   const queries = new Map<string, string | string[]>();
   for (const p of pairs) queries.set(keyOf(p.b), p.b);

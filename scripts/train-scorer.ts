@@ -4,17 +4,21 @@
  *    hand-made pair features and the element-wise product and absolute difference of the two
  *    USE-lite vectors, cross-validated in 3 folds (a pair's texts and every other pair of those
  *    texts fall in the same fold) and reported beside raw cosine;
- * 2. the neighbourhood stage, a logistic regression fitted on crowded use: every `a` of a file
+ * 2. the neighbourhood stage, a small network fitted on crowded use: every `a` of a file
  *    stored, every `b` checked, the nearest entry scored by the fold model that never saw `b`,
  *    with how much nearer it is than the runner-up; cross-validated and reported the same way.
  * Then the first stage is trained on all rows and both are written.
  *
  *   node --import tsx scripts/train-scorer.ts [--data DIR] [--out FILE] [--hidden 32]
  *     [--epochs 30] [--l2 0.0001] [--ensemble 3] [--no-skip] [--weighting rows|sqrt|sources] [--no-write]
+ *     [--crowded-out FILE]   (the held-out crowded checks the neighbourhood stage is fitted on, as JSON)
+ *     [--crowded-in FILE]    (fit the neighbourhood stage on checks kept by --crowded-out: no first-stage
+ *                             cross-validation, so trying the stage's settings takes seconds)
+ *     [--stage-hidden 4] [--stage-epochs 60] [--stage-l2 0.001]
  *
  * The defaults reproduce the shipped model.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -26,12 +30,13 @@ import {
   NEIGHBOURHOOD_FEATURES,
   neighbourhoodFeatures,
   neighbourhoodLogit,
+  standardisedStage,
 } from '../src/cache/calibrated.ts';
 import { analyse, FEATURE_NAMES, pairFeatures } from '../src/cache/features.ts';
 import { dot } from '../src/cache/scorer.ts';
 import { createUseLiteEmbedder } from '../src/embedding/use-lite.ts';
 import { BruteForceIndex } from '../src/vector/brute.ts';
-import { CachedEmbedder, componentFolds, defaultEvalDir, loadPairs, pairFiles, type Pair } from '../eval/data.ts';
+import { answerGroups, CachedEmbedder, componentFolds, defaultEvalDir, loadPairs, pairFiles, type Pair } from '../eval/data.ts';
 import { seededRandom as rng } from '../src/util/random.ts';
 
 const { values } = parseArgs({
@@ -47,6 +52,11 @@ const { values } = parseArgs({
     'no-skip': { type: 'boolean', default: false },
     ensemble: { type: 'string', default: '3' },
     only: { type: 'string' },
+    'crowded-out': { type: 'string' },
+    'crowded-in': { type: 'string' },
+    'stage-hidden': { type: 'string', default: '4' },
+    'stage-epochs': { type: 'string', default: '60' },
+    'stage-l2': { type: 'string', default: '0.001' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -114,7 +124,9 @@ function train(trainRows: Row[], seed: number): HitModel {
   const shell: HitModel = { version: 3, embedderId: 'use-lite@1', features: [...FEATURE_NAMES], mean, std, nets: [] };
   const X = trainRows.map((r) => inputVector(shell, r.hand, r.u, r.v));
   const weight = rowWeights(trainRows);
-  const nets = Array.from({ length: Number(values.ensemble) }, (_, k) => trainNet(trainRows, X, weight, seed + 1000 * k));
+  const y = trainRows.map((r) => r.y);
+  const options = { hidden: HIDDEN, epochs: EPOCHS, l2: L2, skipInputs: values['no-skip'] ? 0 : H };
+  const nets = Array.from({ length: Number(values.ensemble) }, (_, k) => trainNet(X, y, weight, seed + 1000 * k, options));
   return { ...shell, mean: mean.map(round), std: std.map(round), nets };
 }
 
@@ -134,11 +146,19 @@ function rowWeights(trainRows: Row[]): number[] {
   });
 }
 
+interface NetOptions {
+  hidden: number;
+  epochs: number;
+  l2: number;
+  /** How many leading inputs also have a linear path straight to the output (0: none). */
+  skipInputs: number;
+}
+
 /** Minibatch Adam on the L2-regularised log loss of one network. */
-function trainNet(trainRows: Row[], X: Float64Array[], weight: number[], seed: number): HitNet {
+function trainNet(X: Float64Array[], y: number[], weight: number[], seed: number, options: NetOptions): HitNet {
   const random = rng(seed);
   const n = X[0]?.length ?? 0;
-  const sizes = HIDDEN > 0 ? [n, HIDDEN, 1] : [n, 1];
+  const sizes = options.hidden > 0 ? [n, options.hidden, 1] : [n, 1];
   const params: Float64Array[] = [];
   for (let l = 0; l + 1 < sizes.length; l++) {
     const fanIn = sizes[l] as number;
@@ -147,14 +167,14 @@ function trainNet(trainRows: Row[], X: Float64Array[], weight: number[], seed: n
     params.push(w, new Float64Array(out));
   }
   // The linear path from the hand-made features, when asked for, is the last parameter array.
-  const skip = values['no-skip'] ? null : new Float64Array(H);
+  const skip = options.skipInputs > 0 ? new Float64Array(options.skipInputs) : null;
   if (skip) params.push(skip);
   const m = params.map((p) => new Float64Array(p.length));
   const s = params.map((p) => new Float64Array(p.length));
   let step = 0;
   const order = X.map((_, i) => i);
   const batch = 64;
-  for (let epoch = 0; epoch < EPOCHS; epoch++) {
+  for (let epoch = 0; epoch < options.epochs; epoch++) {
     for (let i = order.length - 1; i > 0; i--) {
       const j = Math.floor(random() * (i + 1));
       [order[i], order[j]] = [order[j] as number, order[i] as number];
@@ -162,8 +182,7 @@ function trainNet(trainRows: Row[], X: Float64Array[], weight: number[], seed: n
     for (let start = 0; start < order.length; start += batch) {
       const grads = params.map((p) => new Float64Array(p.length));
       const idx = order.slice(start, start + batch);
-      for (const k of idx)
-        backprop(params, sizes, X[k] as Float64Array, (trainRows[k] as Row).y, weight[k] as number, grads, skip !== null);
+      for (const k of idx) backprop(params, sizes, X[k] as Float64Array, y[k] as number, weight[k] as number, grads, options.skipInputs);
       step++;
       params.forEach((p, pi) => {
         const g = grads[pi] as Float64Array;
@@ -171,7 +190,7 @@ function trainNet(trainRows: Row[], X: Float64Array[], weight: number[], seed: n
         const sp = s[pi] as Float64Array;
         const isWeight = pi % 2 === 0 || p === skip;
         for (let i = 0; i < p.length; i++) {
-          const gi = (g[i] as number) / idx.length + (isWeight ? L2 * (p[i] as number) : 0);
+          const gi = (g[i] as number) / idx.length + (isWeight ? options.l2 * (p[i] as number) : 0);
           mp[i] = 0.9 * (mp[i] as number) + 0.1 * gi;
           sp[i] = 0.999 * (sp[i] as number) + 0.001 * gi * gi;
           p[i] =
@@ -200,7 +219,7 @@ function backprop(
   y: number,
   weight: number,
   grads: Float64Array[],
-  withSkip: boolean,
+  skipInputs: number,
 ): void {
   const layerCount = sizes.length - 1;
   const acts: Float64Array[] = [x];
@@ -221,12 +240,12 @@ function backprop(
   }
   const last = acts[acts.length - 1] as Float64Array;
   let logit = last[0] as number;
-  const skipW = withSkip ? (params[2 * layerCount] as Float64Array) : null;
-  if (skipW) for (let i = 0; i < H; i++) logit += (skipW[i] as number) * (x[i] as number);
+  const skipW = skipInputs > 0 ? (params[2 * layerCount] as Float64Array) : null;
+  if (skipW) for (let i = 0; i < skipInputs; i++) logit += (skipW[i] as number) * (x[i] as number);
   const d0 = (1 / (1 + Math.exp(-logit)) - y) * weight;
   if (skipW) {
     const gs = grads[2 * layerCount] as Float64Array;
-    for (let i = 0; i < H; i++) gs[i] = (gs[i] as number) + d0 * (x[i] as number);
+    for (let i = 0; i < skipInputs; i++) gs[i] = (gs[i] as number) + d0 * (x[i] as number);
   }
   let delta = new Float64Array([d0]);
   for (let l = sizes.length - 2; l >= 0; l--) {
@@ -282,7 +301,7 @@ function report(name: string, scored: { score: number; y: number }[]): void {
 const seed = Number(values.seed);
 const heldOut: { score: number; cos: number; y: number; source: string }[] = [];
 const foldModels: HitModel[] = [];
-for (let fold = 0; fold < 3; fold++) {
+for (let fold = 0; fold < (values['crowded-in'] ? 0 : 3); fold++) {
   const model = train(
     rows.filter((r) => r.fold !== fold),
     seed + fold,
@@ -320,25 +339,9 @@ function crowdedRows(): CrowdedRow[] {
   const out: CrowdedRow[] = [];
   for (const file of [...new Set(pairs.map((p) => p.file))]) {
     const filePairs = pairs.filter((p) => p.file === file);
-    const norm = (t: string) =>
-      t
-        .toLowerCase()
-        .replace(/[^\p{L}\p{N}]+/gu, ' ')
-        .trim();
-    const parent = new Map<string, string>();
-    const find = (x: string): string => {
-      let root = x;
-      while (parent.has(root) && parent.get(root) !== root) root = parent.get(root) as string;
-      parent.set(x, root);
-      return root;
-    };
-    for (const p of filePairs) {
-      const a = find(norm(text(p.a)));
-      const b = find(norm(text(p.b)));
-      if (p.label === 1 && a !== b) parent.set(a, b);
-    }
+    const group = answerGroups(filePairs);
     const stored = [...new Set(filePairs.map((p) => text(p.a)))];
-    const storedGroups = new Set(stored.map((t) => find(norm(t))));
+    const storedGroups = new Set(stored.map(group));
     const index = new BruteForceIndex(512);
     stored.forEach((t, i) => index.add('crowded', i, vec.get(t) as Float32Array));
     for (const q of new Set(filePairs.map((p) => text(p.b)))) {
@@ -355,11 +358,11 @@ function crowdedRows(): CrowdedRow[] {
       const model = foldModels[fold] as HitModel;
       const u = vec.get(candidate) as Float32Array;
       const logit = forward(model, inputVector(model, pairFeatures(a, b, top.cosine), v, u));
-      const g = find(norm(q));
+      const g = group(q);
       out.push({
         logit,
         raw: neighbourhoodFeatures(logit, top.cosine, rival.cosine, a),
-        y: find(norm(candidate)) === g ? 1 : 0,
+        y: group(candidate) === g ? 1 : 0,
         answerable: storedGroups.has(g),
         fold,
         file,
@@ -371,63 +374,34 @@ function crowdedRows(): CrowdedRow[] {
 
 type Stage = NonNullable<HitModel['neighbourhood']>;
 
-/** Newton's method on the L2-regularised, file-weighted log loss of a logistic regression. */
+/**
+ * The neighbourhood stage: a network with `--stage-hidden` units and a linear path over the standardised
+ * inputs, each file weighing the same in total, so the many QQP questions do not drown the others.
+ */
 function fitStage(train: CrowdedRow[]): Stage {
   const k = NEIGHBOURHOOD_FEATURES.length;
   const mean = new Array<number>(k).fill(0);
   const std = new Array<number>(k).fill(0);
   for (const r of train) r.raw.forEach((x, i) => (mean[i] = (mean[i] as number) + x / train.length));
   for (const r of train) r.raw.forEach((x, i) => (std[i] = (std[i] as number) + (x - (mean[i] as number)) ** 2 / train.length));
-  const sd = std.map(Math.sqrt);
-  const X = train.map((r) => [...r.raw.map((x, i) => ((sd[i] as number) > 0 ? (x - (mean[i] as number)) / (sd[i] as number) : 0)), 1]);
-  // Every file weighs the same in total, so the many QQP questions do not drown the others.
+  const stage: Stage = {
+    features: [...NEIGHBOURHOOD_FEATURES],
+    mean: mean.map(round),
+    std: std.map((v) => round(Math.sqrt(v))),
+    net: { layers: [] },
+  };
+  const X = train.map((r) => standardisedStage(stage, r.raw));
   const perFile = new Map<string, number>();
   for (const r of train) perFile.set(r.file, (perFile.get(r.file) ?? 0) + 1);
   const weight = train.map((r) => train.length / perFile.size / (perFile.get(r.file) as number));
-  const w = new Array<number>(k + 1).fill(0);
-  const lambda = 1;
-  for (let iter = 0; iter < 30; iter++) {
-    const g = w.map((wi, i) => (i < k ? lambda * wi : 0));
-    const h = w.map((_, i) => w.map((__, j) => (i === j && i < k ? lambda : 0)));
-    X.forEach((x, n) => {
-      const p = 1 / (1 + Math.exp(-x.reduce((s, xi, i) => s + xi * (w[i] as number), 0)));
-      const c = weight[n] as number;
-      for (let i = 0; i <= k; i++) {
-        g[i] = (g[i] as number) + c * (p - (train[n] as CrowdedRow).y) * (x[i] as number);
-        const hi = h[i] as number[];
-        for (let j = 0; j <= k; j++) hi[j] = (hi[j] as number) + c * p * (1 - p) * (x[i] as number) * (x[j] as number);
-      }
-    });
-    const step = solve(h, g);
-    for (let i = 0; i <= k; i++) w[i] = (w[i] as number) - (step[i] as number);
-  }
-  return { features: [...NEIGHBOURHOOD_FEATURES], mean: mean.map(round), std: sd.map(round), weights: w.map(round) };
-}
-
-/** Solves the small dense system `a x = b` by Gaussian elimination with partial pivoting. */
-function solve(a: number[][], b: number[]): number[] {
-  const n = b.length;
-  const m = a.map((row, i) => [...row, b[i] as number]);
-  for (let c = 0; c < n; c++) {
-    let pivot = c;
-    for (let r = c + 1; r < n; r++)
-      if (Math.abs((m[r] as number[])[c] as number) > Math.abs((m[pivot] as number[])[c] as number)) pivot = r;
-    [m[c], m[pivot]] = [m[pivot] as number[], m[c] as number[]];
-    const top = m[c] as number[];
-    for (let r = c + 1; r < n; r++) {
-      const row = m[r] as number[];
-      const f = (row[c] as number) / (top[c] as number);
-      for (let j = c; j <= n; j++) row[j] = (row[j] as number) - f * (top[j] as number);
-    }
-  }
-  const x = new Array<number>(n).fill(0);
-  for (let r = n - 1; r >= 0; r--) {
-    const row = m[r] as number[];
-    let sum = row[n] as number;
-    for (let j = r + 1; j < n; j++) sum -= (row[j] as number) * (x[j] as number);
-    x[r] = sum / (row[r] as number);
-  }
-  return x;
+  stage.net = trainNet(
+    X,
+    train.map((r) => r.y),
+    weight,
+    seed + 500,
+    { hidden: Number(values['stage-hidden']), epochs: Number(values['stage-epochs']), l2: Number(values['stage-l2']), skipInputs: k },
+  );
+  return stage;
 }
 
 /** Right / wrong hits among the crowded checks at each threshold, and precision and recall. */
@@ -440,7 +414,10 @@ function crowdedReport(name: string, scored: { score: number; y: number }[], ans
   console.log(`${name.padEnd(34)} ${line.join('  ')}`);
 }
 
-const crowded = crowdedRows();
+const crowded = values['crowded-in'] ? (JSON.parse(readFileSync(values['crowded-in'], 'utf8')) as CrowdedRow[]) : crowdedRows();
+if (crowded.some((r) => r.raw.length !== NEIGHBOURHOOD_FEATURES.length))
+  throw new Error(`${values['crowded-in']} holds checks with other neighbourhood features; keep them again with --crowded-out`);
+if (values['crowded-out']) writeFileSync(values['crowded-out'], JSON.stringify(crowded));
 const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 const staged: { score: number; y: number; file: string }[] = [];
 for (let fold = 0; fold < 3; fold++) {
@@ -466,7 +443,6 @@ for (const file of [...new Set(crowded.map((r) => r.file))]) {
 
 if (!values['no-write']) {
   const neighbourhood = fitStage(crowded);
-  console.log(`neighbourhood stage: ${neighbourhood.weights.join(' ')}`);
   writeFileSync(values.out, `${JSON.stringify({ ...train(rows, seed), neighbourhood })}\n`);
   console.log(`wrote ${values.out}`);
 }

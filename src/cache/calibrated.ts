@@ -25,17 +25,16 @@ export interface HitModel {
   nets: HitNet[];
   /**
    * A second stage, used when the partition holds another question besides the candidate: a
-   * logistic regression over the first stage's logit and how much nearer the candidate is than
-   * the runner-up (`NEIGHBOURHOOD_FEATURES`, standardised; the last weight is the bias).
+   * small network over the first stage's logit and how much nearer the candidate is than the
+   * runner-up (`NEIGHBOURHOOD_FEATURES`, standardised with `mean` and `std`).
    */
-  neighbourhood?: { features: string[]; mean: number[]; std: number[]; weights: number[] };
+  neighbourhood?: { features: string[]; mean: number[]; std: number[]; net: HitNet };
 }
 
 export const NEIGHBOURHOOD_FEATURES = [
   'logit',
   'margin',
   'cosine',
-  'runner_up',
   'log_words',
   'question',
   'margin_x_log_words',
@@ -45,25 +44,35 @@ export const NEIGHBOURHOOD_FEATURES = [
 ] as const;
 
 /**
- * The second stage's raw inputs: the first stage's `logit` for the candidate, its `cosine`, the
- * `runnerUp` cosine of the nearest other question, and the query's length and form.
+ * The second stage's raw inputs: the first stage's `logit` for the candidate, its `cosine`, its
+ * margin over the `runnerUp` cosine of the nearest other question (capped: in a small account the
+ * runner-up can be far off, and a margin of 0.3 already says "by far the nearest"), and the
+ * query's length and form.
  */
 export function neighbourhoodFeatures(logit: number, cosine: number, runnerUp: number, query: TextInfo): number[] {
   const l = Math.max(-12, Math.min(12, logit));
   const margin = Math.max(-0.3, Math.min(0.3, cosine - runnerUp));
   const words = Math.log1p(query.words.length);
   const question = query.question ? 1 : 0;
-  return [l, margin, cosine, runnerUp, words, question, margin * words, l * words, margin * question, l * question];
+  return [l, margin, cosine, words, question, margin * words, l * words, margin * question, l * question];
+}
+
+/**
+ * The second stage's input: its raw inputs standardised, and clipped to 4 standard deviations so
+ * that an input far outside what the stage was fitted on cannot carry it anywhere.
+ */
+export function standardisedStage(stage: NonNullable<HitModel['neighbourhood']>, raw: number[]): Float64Array {
+  const x = new Float64Array(raw.length);
+  for (let i = 0; i < raw.length; i++) {
+    const s = stage.std[i] as number;
+    x[i] = s > 0 ? Math.max(-4, Math.min(4, ((raw[i] as number) - (stage.mean[i] as number)) / s)) : 0;
+  }
+  return x;
 }
 
 /** The second stage's logit from its raw inputs. */
 export function neighbourhoodLogit(stage: NonNullable<HitModel['neighbourhood']>, raw: number[]): number {
-  let z = stage.weights[raw.length] as number;
-  for (let i = 0; i < raw.length; i++) {
-    const s = stage.std[i] as number;
-    if (s > 0) z += ((stage.weights[i] as number) * ((raw[i] as number) - (stage.mean[i] as number))) / s;
-  }
-  return z;
+  return forwardNet(stage.net, standardisedStage(stage, raw));
 }
 
 export function loadHitModel(url: URL = new URL('./hit-model.json', import.meta.url)): HitModel {
@@ -75,17 +84,19 @@ export function loadHitModel(url: URL = new URL('./hit-model.json', import.meta.
     throw new Error(`hit model ${url.pathname} was trained on other features`);
   }
   const stage = model.neighbourhood;
+  const k = NEIGHBOURHOOD_FEATURES.length;
   if (
     stage &&
     (stage.features.join() !== NEIGHBOURHOOD_FEATURES.join() ||
-      stage.weights.length !== NEIGHBOURHOOD_FEATURES.length + 1 ||
-      stage.mean.length !== NEIGHBOURHOOD_FEATURES.length ||
-      stage.std.length !== NEIGHBOURHOOD_FEATURES.length)
+      stage.mean.length !== k ||
+      stage.std.length !== k ||
+      stage.net?.layers?.[0]?.in !== k ||
+      (stage.net.skip !== undefined && stage.net.skip.length > k))
   ) {
     throw new Error(`hit model ${url.pathname} has a neighbourhood stage on other features`);
   }
   // Typed arrays: the forward pass reads them several times faster than JSON arrays.
-  for (const net of model.nets) {
+  for (const net of stage ? [...model.nets, stage.net] : model.nets) {
     net.layers = net.layers.map((l) => ({ ...l, w: Float64Array.from(l.w), b: Float64Array.from(l.b) }));
     if (net.skip) net.skip = Float64Array.from(net.skip);
   }
@@ -114,11 +125,13 @@ export function inputVector(model: HitModel, hand: number[], u: Float32Array, v:
  * The hidden layers' outputs, reused from one pass to the next (a pass runs to completion on one
  * thread), so scoring allocates nothing for the garbage collector to find.
  */
-const hidden: Float64Array[] = [];
+const hidden = new Map<number, Float64Array>();
 
 function layerOutput(l: number, size: number): Float64Array {
-  let z = hidden[l];
-  if (!z || z.length !== size) hidden[l] = z = new Float64Array(size);
+  // Keyed by layer and size, so the two stages' networks each keep their own buffers.
+  const key = l * 65_536 + size;
+  let z = hidden.get(key);
+  if (!z) hidden.set(key, (z = new Float64Array(size)));
   return z;
 }
 
