@@ -31,6 +31,7 @@ import {
   neighbourhoodFeatures,
   neighbourhoodLogit,
   standardisedStage,
+  stageShare,
 } from '../src/cache/calibrated.ts';
 import { analyse, FEATURE_NAMES, pairFeatures } from '../src/cache/features.ts';
 import { dot } from '../src/cache/scorer.ts';
@@ -152,6 +153,11 @@ interface NetOptions {
   l2: number;
   /** How many leading inputs also have a linear path straight to the output (0: none). */
   skipInputs: number;
+  /**
+   * Per row, the logit the loss sees is `share × the network's + (1 − share) × base` (the
+   * neighbourhood stage's blend with the first stage); by default the network's alone.
+   */
+  blend?: { share: number[]; base: number[] };
 }
 
 /** Minibatch Adam on the L2-regularised log loss of one network. */
@@ -182,7 +188,11 @@ function trainNet(X: Float64Array[], y: number[], weight: number[], seed: number
     for (let start = 0; start < order.length; start += batch) {
       const grads = params.map((p) => new Float64Array(p.length));
       const idx = order.slice(start, start + batch);
-      for (const k of idx) backprop(params, sizes, X[k] as Float64Array, y[k] as number, weight[k] as number, grads, options.skipInputs);
+      for (const k of idx) {
+        const share = options.blend?.share[k] ?? 1;
+        const base = options.blend?.base[k] ?? 0;
+        backprop(params, sizes, X[k] as Float64Array, y[k] as number, weight[k] as number, grads, options.skipInputs, share, base);
+      }
       step++;
       params.forEach((p, pi) => {
         const g = grads[pi] as Float64Array;
@@ -220,6 +230,8 @@ function backprop(
   weight: number,
   grads: Float64Array[],
   skipInputs: number,
+  share: number,
+  base: number,
 ): void {
   const layerCount = sizes.length - 1;
   const acts: Float64Array[] = [x];
@@ -242,7 +254,7 @@ function backprop(
   let logit = last[0] as number;
   const skipW = skipInputs > 0 ? (params[2 * layerCount] as Float64Array) : null;
   if (skipW) for (let i = 0; i < skipInputs; i++) logit += (skipW[i] as number) * (x[i] as number);
-  const d0 = (1 / (1 + Math.exp(-logit)) - y) * weight;
+  const d0 = (1 / (1 + Math.exp(-(share * logit + (1 - share) * base))) - y) * weight * share;
   if (skipW) {
     const gs = grads[2 * layerCount] as Float64Array;
     for (let i = 0; i < skipInputs; i++) gs[i] = (gs[i] as number) + d0 * (x[i] as number);
@@ -399,7 +411,13 @@ function fitStage(train: CrowdedRow[]): Stage {
     train.map((r) => r.y),
     weight,
     seed + 500,
-    { hidden: Number(values['stage-hidden']), epochs: Number(values['stage-epochs']), l2: Number(values['stage-l2']), skipInputs: k },
+    {
+      hidden: Number(values['stage-hidden']),
+      epochs: Number(values['stage-epochs']),
+      l2: Number(values['stage-l2']),
+      skipInputs: k,
+      blend: { share: train.map((r) => stageShare(r.raw[1] as number)), base: train.map((r) => r.raw[0] as number) },
+    },
   );
   return stage;
 }

@@ -46,12 +46,11 @@ export const NEIGHBOURHOOD_FEATURES = [
 /**
  * The second stage's raw inputs: the first stage's `logit` for the candidate, its `cosine`, its
  * margin over the `runnerUp` cosine of the nearest other question (capped: in a small account the
- * runner-up can be far off, and a margin of 0.3 already says "by far the nearest"), and the
- * query's length and form.
+ * runner-up can be far off), and the query's length and form.
  */
 export function neighbourhoodFeatures(logit: number, cosine: number, runnerUp: number, query: TextInfo): number[] {
   const l = Math.max(-12, Math.min(12, logit));
-  const margin = Math.max(-0.3, Math.min(0.3, cosine - runnerUp));
+  const margin = Math.max(-MARGIN_CAP, Math.min(MARGIN_CAP, cosine - runnerUp));
   const words = Math.log1p(query.words.length);
   const question = query.question ? 1 : 0;
   return [l, margin, cosine, words, question, margin * words, l * words, margin * question, l * question];
@@ -72,7 +71,20 @@ export function standardisedStage(stage: NonNullable<HitModel['neighbourhood']>,
 
 /** The second stage's logit from its raw inputs. */
 export function neighbourhoodLogit(stage: NonNullable<HitModel['neighbourhood']>, raw: number[]): number {
-  return forwardNet(stage.net, standardisedStage(stage, raw));
+  const share = stageShare(raw[1] as number);
+  return share * forwardNet(stage.net, standardisedStage(stage, raw)) + (1 - share) * (raw[0] as number);
+}
+
+/** Margins at or beyond this say "by far the nearest": the first stage then decides alone. */
+export const MARGIN_CAP = 0.3;
+
+/**
+ * How much of the logit is the second stage's, by the margin: all of it when the runner-up is as
+ * near as the candidate, none when it is `MARGIN_CAP` further off. An unrelated entry far away
+ * then changes nothing, as when the candidate is alone in its partition.
+ */
+export function stageShare(margin: number): number {
+  return Math.min(1, Math.max(0, 1 - margin / MARGIN_CAP));
 }
 
 export function loadHitModel(url: URL = new URL('./hit-model.json', import.meta.url)): HitModel {

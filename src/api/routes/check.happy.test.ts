@@ -90,6 +90,24 @@ describe('POST /api/v1/check', () => {
     assert.equal(body.tokens_saved, 30);
   });
 
+  test('a near question stored beside the answer lowers its score; an unrelated one changes nothing', async () => {
+    const own = await t.key();
+    const q = { messages: [user('What is the difference between TCP and UDP?')], similarity_threshold: 0 };
+    await t.post('/api/v1/store', { messages: [user('How do TCP and UDP differ?')], answer: 'A', model: 'm' }, own);
+    const alone = (await t.post('/api/v1/check', q, own)).json();
+    assert.equal(alone.answer, 'A');
+
+    await t.post('/api/v1/store', { messages: [user('What is the best pizza topping?')], answer: 'B', model: 'm' }, own);
+    const beside = (await t.post('/api/v1/check', q, own)).json();
+    assert.equal(beside.answer, 'A');
+    assert.equal(beside.similarity_score, alone.similarity_score);
+
+    await t.post('/api/v1/store', { messages: [user('What is the difference between TCP and QUIC?')], answer: 'C', model: 'm' }, own);
+    const crowded = (await t.post('/api/v1/check', q, own)).json();
+    assert.equal(crowded.answer, 'A', JSON.stringify(crowded));
+    assert.ok(crowded.similarity_score < alone.similarity_score, `${crowded.similarity_score} should be below ${alone.similarity_score}`);
+  });
+
   test('a candidate below similarity_threshold is a miss that reports the closest score', async () => {
     await t.post(
       '/api/v1/store',
