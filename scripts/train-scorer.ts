@@ -34,7 +34,7 @@ import {
   stageShare,
 } from '../src/cache/calibrated.ts';
 import { analyse, FEATURE_NAMES, pairFeatures } from '../src/cache/features.ts';
-import { dot } from '../src/cache/scorer.ts';
+import { dot, runnerUpOf } from '../src/cache/scorer.ts';
 import { createUseLiteEmbedder } from '../src/embedding/use-lite.ts';
 import { BruteForceIndex } from '../src/vector/brute.ts';
 import { answerGroups, CachedEmbedder, componentFolds, defaultEvalDir, loadPairs, pairFiles, type Pair } from '../eval/data.ts';
@@ -111,17 +111,21 @@ const rows: Row[] = pairs.map((p) => {
   };
 });
 
-function standardise(train: Row[]): { mean: number[]; std: number[] } {
-  const mean = new Array<number>(H).fill(0);
-  const std = new Array<number>(H).fill(0);
-  for (const r of train) r.hand.forEach((x, i) => (mean[i] = (mean[i] as number) + x / train.length));
-  for (const r of train) r.hand.forEach((x, i) => (std[i] = (std[i] as number) + (x - (mean[i] as number)) ** 2 / train.length));
-  return { mean, std: std.map((s, i) => (FEATURE_NAMES[i] === 'bias' ? 0 : Math.sqrt(s))) };
+/** The mean and standard deviation of each input over the rows. */
+function meanAndStd(inputs: number[][]): { mean: number[]; std: number[] } {
+  const k = inputs[0]?.length ?? 0;
+  const mean = new Array<number>(k).fill(0);
+  const variance = new Array<number>(k).fill(0);
+  for (const x of inputs) x.forEach((v, i) => (mean[i] = (mean[i] as number) + v / inputs.length));
+  for (const x of inputs) x.forEach((v, i) => (variance[i] = (variance[i] as number) + (v - (mean[i] as number)) ** 2 / inputs.length));
+  return { mean, std: variance.map(Math.sqrt) };
 }
 
 /** An ensemble of `--ensemble` networks, each trained from its own seed on the same rows. */
 function train(trainRows: Row[], seed: number): HitModel {
-  const { mean, std } = standardise(trainRows);
+  const { mean, std: spread } = meanAndStd(trainRows.map((r) => r.hand));
+  // The bias feature is left as it is (a standard deviation of 0 passes it through as 0).
+  const std = spread.map((s, i) => (FEATURE_NAMES[i] === 'bias' ? 0 : s));
   const shell: HitModel = { version: 3, embedderId: 'use-lite@1', features: [...FEATURE_NAMES], mean, std, nets: [] };
   const X = trainRows.map((r) => inputVector(shell, r.hand, r.u, r.v));
   const weight = rowWeights(trainRows);
@@ -358,14 +362,15 @@ function crowdedRows(): CrowdedRow[] {
     stored.forEach((t, i) => index.add('crowded', i, vec.get(t) as Float32Array));
     for (const q of new Set(filePairs.map((p) => text(p.b)))) {
       const v = vec.get(q) as Float32Array;
-      const [top, ...others] = index.search('crowded', v, 8);
+      const neighbours = index.search('crowded', v, 8);
+      const top = neighbours[0];
       if (!top) continue;
       const candidate = stored[top.id] as string;
       const a = analyse(q);
       const b = analyse(candidate);
       // Identical texts score 1 before any model, and a lone entry has no runner-up.
-      const rival = others.find((n) => Math.abs(n.cosine - top.cosine) > 1e-5);
-      if (a.normalised === b.normalised || !rival) continue;
+      const rival = runnerUpOf(neighbours, top.id, top.cosine);
+      if (a.normalised === b.normalised || rival === undefined) continue;
       const fold = foldOf(q);
       const model = foldModels[fold] as HitModel;
       const u = vec.get(candidate) as Float32Array;
@@ -373,7 +378,7 @@ function crowdedRows(): CrowdedRow[] {
       const g = group(q);
       out.push({
         logit,
-        raw: neighbourhoodFeatures(logit, top.cosine, rival.cosine, a),
+        raw: neighbourhoodFeatures(logit, top.cosine, rival, a),
         y: group(candidate) === g ? 1 : 0,
         answerable: storedGroups.has(g),
         fold,
@@ -392,16 +397,8 @@ type Stage = NonNullable<HitModel['neighbourhood']>;
  */
 function fitStage(train: CrowdedRow[]): Stage {
   const k = NEIGHBOURHOOD_FEATURES.length;
-  const mean = new Array<number>(k).fill(0);
-  const std = new Array<number>(k).fill(0);
-  for (const r of train) r.raw.forEach((x, i) => (mean[i] = (mean[i] as number) + x / train.length));
-  for (const r of train) r.raw.forEach((x, i) => (std[i] = (std[i] as number) + (x - (mean[i] as number)) ** 2 / train.length));
-  const stage: Stage = {
-    features: [...NEIGHBOURHOOD_FEATURES],
-    mean: mean.map(round),
-    std: std.map((v) => round(Math.sqrt(v))),
-    net: { layers: [] },
-  };
+  const { mean, std } = meanAndStd(train.map((r) => r.raw));
+  const stage: Stage = { features: [...NEIGHBOURHOOD_FEATURES], mean: mean.map(round), std: std.map(round), net: { layers: [] } };
   const X = train.map((r) => standardisedStage(stage, r.raw));
   const perFile = new Map<string, number>();
   for (const r of train) perFile.set(r.file, (perFile.get(r.file) ?? 0) + 1);

@@ -227,7 +227,9 @@ export class CalibratedScorer implements HitScorer {
     const x = inputVector(this.model, pairFeatures(a, b, cosine), query.vector, candidate.vector, this.input);
     let logit = forward(this.model, x);
     const stage = this.model.neighbourhood;
-    if (stage && runnerUp !== undefined) logit = neighbourhoodLogit(stage, neighbourhoodFeatures(logit, cosine, runnerUp, a));
+    // A runner-up `MARGIN_CAP` or more further off leaves the first stage to decide alone.
+    if (stage && runnerUp !== undefined && stageShare(cosine - runnerUp) > 0)
+      logit = neighbourhoodLogit(stage, neighbourhoodFeatures(logit, cosine, runnerUp, a));
     return 1 / (1 + Math.exp(-logit));
   }
 }

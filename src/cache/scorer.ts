@@ -1,3 +1,5 @@
+import type { Neighbour } from '../vector/interface.ts';
+
 /** What the hit decision sees of a query or a stored entry. */
 export interface Side {
   text: string;
@@ -12,6 +14,14 @@ export interface Side {
 export interface HitScorer {
   readonly id: string;
   score(query: Side, candidate: Side, cosine: number, runnerUp?: number): number;
+}
+
+/**
+ * The runner-up's cosine: the nearest neighbour other than the served entry, skipping entries
+ * with the very same vector (the same text stored again is no rival); none when there is no other.
+ */
+export function runnerUpOf(neighbours: readonly Neighbour[], servedId: number, cosine: number): number | undefined {
+  return neighbours.find((n) => n.id !== servedId && Math.abs(n.cosine - cosine) > 1e-5)?.cosine;
 }
 
 export function dot(a: Float32Array, b: Float32Array): number {

@@ -5,7 +5,7 @@ import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { promptHash, type Message } from './canonical.ts';
 import { contextHashOf, partitionOf, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
-import { dot, type HitScorer } from './scorer.ts';
+import { dot, runnerUpOf, type HitScorer } from './scorer.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
 import { Turns } from '../util/turns.ts';
@@ -228,17 +228,15 @@ export class CacheService {
     }
     if (!found) return null;
     const { entry, cosine } = found;
-    // The runner-up: the nearest other question in the partition (an entry with the very same
-    // vector is the same text, stored again, and is no rival). A candidate far nearer than any
-    // other is more likely the same question; one among several equally near, less.
-    const rival = neighbours.find((n) => n.id !== entry.id && Math.abs(n.cosine - cosine) > 1e-5);
+    // A candidate far nearer than any other question is more likely the same question; one among
+    // several equally near, less.
     return {
       entry,
       score: this.deps.scorer.score(
         { text: key.queryText, vector },
         { text: entry.queryText, vector: entry.vector },
         cosine,
-        rival?.cosine,
+        runnerUpOf(neighbours, entry.id, cosine),
       ),
     };
   }
