@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import swagger from '@fastify/swagger';
 import { authHook, setRateHeaders } from './api/auth.ts';
 import type { AppContext } from './api/context.ts';
@@ -37,6 +44,18 @@ export interface BuildOptions {
 /** Public (unauthenticated) paths share a generous per-address bucket, so they carry the headers too. */
 const PUBLIC_RULE: BucketRule = { capacity: 1000, refillPerSecond: 10, limit: 600 };
 
+/** Fastify's request log lines: none when a request arrives, one when it completes. */
+class RequestLog extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const ms = Math.round(reply.elapsedTime * 100) / 100;
+    const line = { method: request.method, url: request.url, status: reply.statusCode, ms };
+    if (error) request.log.warn({ ...line, err: error }, 'request failed while answering');
+    else request.log.info(line, 'request completed');
+  }
+}
+
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
@@ -48,8 +67,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: false } },
     return503OnClosing: true,
-    // One line per request, written when it completes (see the onResponse hook below).
-    disableRequestLogging: true,
+    logController: new RequestLog(),
   });
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
   app.removeContentTypeParser('text/plain');
@@ -136,14 +154,6 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       reply.header('Retry-After', apiError.retryAfter);
     }
     return errorBody(apiError);
-  });
-
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
-      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 },
-      'request completed',
-    );
-    done();
   });
 
   const metrics = new Metrics();

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
+import { LogDestination } from './util/log-destination.ts';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createKey } from './keys/keys.ts';
@@ -45,8 +46,8 @@ export async function startServer(config: Config): Promise<Server> {
   const started = performance.now();
   const runtime = await createRuntime(config);
   await bootstrap(runtime.ctx.store, config, (s) => process.stdout.write(`${s}\n`));
-  // Logs are written asynchronously in 4 KB chunks, so logging stays off the request path.
-  const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  // Logs are written asynchronously, once per pass of the event loop, so logging stays off the request path.
+  const destination = new LogDestination();
   const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, destination);
   const app = await buildApp(runtime.ctx, { loggerInstance: logger });
   const url = await app.listen({ host: config.host, port: config.port });

@@ -28,13 +28,20 @@ export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 export interface ServerProcess {
   child: ChildProcess;
   url: string;
-  /** Everything the process printed to stdout so far. */
+  /** What the process printed to stdout so far (see `startServerProcess`). */
   stdout(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `reprise serve` as a user would, on a free port, and waits until it listens. */
-export async function startServerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
+/**
+ * Starts `reprise serve` as a user would, on a free port, and waits until it listens. Its
+ * stdout is kept up to the listening line, or all of it with `keepOutput`.
+ */
+export async function startServerProcess(
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  opts: { keepOutput?: boolean } = {},
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, [BIN, 'serve'], {
     cwd: ROOT,
     env: childEnv({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env }),
@@ -50,7 +57,7 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
     let listening = false;
     child.stdout?.on('data', (d: string) => {
       // Keep the start-up output (bootstrap key, listening line); drain the request logs after it.
-      if (listening) return;
+      if (listening && !opts.keepOutput) return;
       out += d;
       const m = /"url":"(http:\/\/[^"]+)"[^\n]*Reprise is listening/.exec(out);
       if (m) {

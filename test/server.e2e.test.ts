@@ -147,6 +147,43 @@ describe('the real server, as a user runs it', () => {
     assert.equal(gone.json.cache_hit, false, JSON.stringify(gone.json));
   });
 
+  test('one log line per request, written by the time the server has stopped, without the key', async () => {
+    assert.ok(server);
+    await server.stop('SIGKILL');
+    server = await startServerProcess({ ...env, LOG_LEVEL: 'info' }, undefined, { keepOutput: true });
+    const created = await runCli(['keys', 'create', '--account', 'logged', '--json'], env);
+    const key = (JSON.parse(created.stdout) as { key: string }).key;
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const res = await fetch(`${server.url}/api/v1/check`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-request-id': `logged-${i}` },
+        body: JSON.stringify({ messages: [user(`logged question ${i}`)], cache_types: ['exact'] }),
+      });
+      assert.equal(res.status, 200);
+      ids.push(res.headers.get('x-request-id') ?? '');
+    }
+    assert.equal(await server.stop('SIGTERM'), 0);
+    const lines = server
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const completed = lines.filter((l) => l.msg === 'request completed');
+    assert.deepEqual(
+      completed.map((l) => l.reqId),
+      ids,
+    );
+    assert.deepEqual(
+      { method: completed[0]?.method, url: completed[0]?.url, status: completed[0]?.status },
+      { method: 'POST', url: '/api/v1/check', status: 200 },
+    );
+    assert.equal(typeof completed[0]?.ms, 'number');
+    assert.ok(!lines.some((l) => l.msg === 'incoming request'));
+    assert.doesNotMatch(server.stdout(), new RegExp(key));
+    server = await startServerProcess(env);
+  });
+
   test('the CLI explains bad usage', async () => {
     const res = await runCli(['keys', 'create'], env);
     assert.equal(res.code, 2);

@@ -1,5 +1,6 @@
+import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate, authenticateSync } from '../keys/keys.ts';
+import { authenticate, authenticateSync, presentedHash } from '../keys/keys.ts';
 import type { Account, ApiKey } from '../store/interface.ts';
 import type { BucketRule, LimitResult } from '../limits/interface.ts';
 import { ApiError } from './errors.ts';
@@ -15,6 +16,31 @@ function bearer(header: string | undefined): string | null {
   if (!header) return null;
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
   return m ? (m[1] as string) : null;
+}
+
+/** The key presented on a connection: its Authorization header, the secret in it and its hash. */
+interface Presented {
+  header: string | undefined;
+  secret: string | null;
+  hash: string | null;
+}
+
+const PRESENTED = Symbol('reprise.presented');
+
+/**
+ * The key a request presents. A keep-alive connection sends the same header request after
+ * request, so what it yields is remembered on the connection while the header stays the same:
+ * the secret is parsed and hashed once per connection, not once per request.
+ */
+function presented(request: FastifyRequest): Presented {
+  const header = request.headers.authorization;
+  const socket = request.raw.socket as (Socket & { [PRESENTED]?: Presented }) | null;
+  const known = socket?.[PRESENTED];
+  if (known !== undefined && known.header === header) return known;
+  const secret = bearer(header);
+  const p: Presented = { header, secret, hash: secret === null ? null : presentedHash(secret) };
+  if (socket) socket[PRESENTED] = p;
+  return p;
 }
 
 function refused(r: LimitResult): ApiError {
@@ -101,10 +127,10 @@ export function authHook(ctx: AppContext) {
   return function onRequest(request: FastifyRequest, reply: FastifyReply): void | Promise<void> {
     request.account = null;
     request.apiKey = null;
-    const secret = bearer(request.headers.authorization);
-    const found = secret === null ? null : authenticateSync(ctx.store, secret);
+    const { secret, hash } = presented(request);
+    const found = hash === null ? null : authenticateSync(ctx.store, hash);
     if (found === undefined) {
-      return authenticate(ctx.store, secret as string).then((f) => admit(request, reply, secret, f));
+      return authenticate(ctx.store, hash as string).then((f) => admit(request, reply, secret, f));
     }
     return admit(request, reply, secret, found);
   };

@@ -143,27 +143,59 @@ export class CacheService {
     return loaded;
   }
 
-  async check(account: Account, input: CheckInput): Promise<CheckResult> {
+  /**
+   * Looks a conversation up. An exact hit from a store that answers in process (SQLite) is
+   * returned without a promise; everything else resolves later.
+   */
+  check(account: Account, input: CheckInput): CheckResult | Promise<CheckResult> {
     const t0 = performance.now();
     const types = input.cacheTypes;
     const exactChecked = types === undefined || types.includes('exact');
-    const semanticChecked = (types === undefined || types.includes('semantic')) && this.deps.embedder !== null;
     const hash = promptHash(input.messages);
-    const namespace = input.namespace ?? '';
     const nowIso = isoAt(this.now());
-
-    if (exactChecked) {
-      const entry = await this.deps.store.getEntryByHash(account.id, hash);
-      // Same exact hash means the same messages, so only the namespace can differ.
-      if (entry !== null && usable(entry, nowIso, input.model) && entry.contextHash === contextHashOf(input.messages, namespace)) {
-        return this.settled(this.hit(account, entry, 'exact', null, t0));
-      }
+    if (!exactChecked) return this.afterExact(account, input, hash, nowIso, t0, false);
+    const store = this.deps.store;
+    if (store.getEntryByHashSync === undefined) {
+      return store.getEntryByHash(account.id, hash).then((entry) => this.exactOrNext(account, input, entry, hash, nowIso, t0));
     }
+    return this.exactOrNext(account, input, store.getEntryByHashSync(account.id, hash), hash, nowIso, t0);
+  }
 
+  /** The exact hit if `entry` is one, or the rest of the check. */
+  private exactOrNext(
+    account: Account,
+    input: CheckInput,
+    entry: EntryHead | null,
+    hash: string,
+    nowIso: string,
+    t0: number,
+  ): CheckResult | Promise<CheckResult> {
+    // Same exact hash means the same messages, so only the namespace can differ.
+    if (
+      entry !== null &&
+      usable(entry, nowIso, input.model) &&
+      entry.contextHash === contextHashOf(input.messages, input.namespace ?? '')
+    ) {
+      return this.settled(this.hit(account, entry, 'exact', null, t0));
+    }
+    return this.afterExact(account, input, hash, nowIso, t0, true);
+  }
+
+  /** The semantic search (when asked for and enabled), then the miss. */
+  private async afterExact(
+    account: Account,
+    input: CheckInput,
+    hash: string,
+    nowIso: string,
+    t0: number,
+    exactChecked: boolean,
+  ): Promise<CheckResult> {
+    const types = input.cacheTypes;
+    const semanticChecked = (types === undefined || types.includes('semantic')) && this.deps.embedder !== null;
     let closest = 0;
     if (semanticChecked) {
       const threshold = input.similarityThreshold ?? account.defaultThreshold ?? DEFAULT_THRESHOLD;
-      const key = semanticKey(input.messages, namespace);
+      const key = semanticKey(input.messages, input.namespace ?? '');
       const found = await this.semanticSearch(account, key, nowIso, input.model);
       if (found) {
         closest = found.score;

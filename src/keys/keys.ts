@@ -57,24 +57,27 @@ export async function createKey(store: Store, account: Account, name: string | n
   return { secret, key, account };
 }
 
+/** The hash a presented secret is looked up by; null when it is not shaped like a key. */
+export function presentedHash(secret: string): string | null {
+  return isWellFormed(secret) ? hashSecret(secret) : null;
+}
+
 /**
- * Finds the account of a presented secret. Returns null for a malformed, unknown or revoked
- * key. The lookup is by hash, so no secret is ever compared character by character.
+ * Finds the account of a presented secret by its hash (`presentedHash`). Returns null for an
+ * unknown or revoked key. The lookup is by hash, so no secret is ever compared character by
+ * character.
  */
-export async function authenticate(store: Store, secret: string): Promise<{ key: ApiKey; account: Account } | null> {
-  const sync = authenticateSync(store, secret);
-  if (sync !== undefined) return sync;
-  return usableKey(await store.findKeyByHash(hashSecret(secret)));
+export async function authenticate(store: Store, secretHash: string): Promise<{ key: ApiKey; account: Account } | null> {
+  return usableKey(await store.findKeyByHash(secretHash));
 }
 
 /**
  * `authenticate` without a promise where the store can answer in process; `undefined` when it
  * cannot (then call `authenticate`).
  */
-export function authenticateSync(store: Store, secret: string): { key: ApiKey; account: Account } | null | undefined {
-  if (!isWellFormed(secret)) return null;
+export function authenticateSync(store: Store, secretHash: string): { key: ApiKey; account: Account } | null | undefined {
   if (store.findKeyByHashSync === undefined) return undefined;
-  return usableKey(store.findKeyByHashSync(hashSecret(secret)));
+  return usableKey(store.findKeyByHashSync(secretHash));
 }
 
 function usableKey(found: { key: ApiKey; account: Account } | null): { key: ApiKey; account: Account } | null {

@@ -150,6 +150,8 @@ export interface Store {
   putEntry(entry: NewEntry): Promise<Entry>;
   /** The entry stored for this exact hash, without its conversation and vectors. */
   getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null>;
+  /** The same lookup without a promise, for stores that answer in process (optional). */
+  getEntryByHashSync?(accountId: string, exactHash: string): EntryHead | null;
   getEntry(accountId: string, id: number): Promise<Entry | null>;
   getEntries(ids: readonly number[]): Promise<Entry[]>;
   listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: EntryOrder }): Promise<EntryPage>;

@@ -464,6 +464,10 @@ export class SqliteStore implements Store {
   }
 
   async getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null> {
+    return this.getEntryByHashSync(accountId, exactHash);
+  }
+
+  getEntryByHashSync(accountId: string, exactHash: string): EntryHead | null {
     this.checkExternalWrites();
     const ck = `${accountId}\u0000${exactHash}`;
     const cached = this.entryCache.get(ck);

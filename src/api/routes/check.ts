@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { CacheType } from '../../cache/service.ts';
+import type { CacheType, CheckResult } from '../../cache/service.ts';
 import type { Message } from '../../cache/canonical.ts';
 import type { AppContext } from '../context.ts';
 import type { Metrics } from '../metrics.ts';
@@ -15,6 +15,38 @@ interface CheckBody {
 }
 
 export function checkRoute(app: FastifyInstance, ctx: AppContext, metrics: Metrics): void {
+  const respond = (result: CheckResult) => {
+    metrics.checks.inc({ outcome: result.cacheHit ? `${result.cacheType}_hit` : 'miss' });
+    if (result.cacheHit) {
+      return {
+        cache_hit: true,
+        answer: result.answer,
+        cache_type: result.cacheType,
+        lookup_time_ms: result.lookupTimeMs,
+        tokens_saved: result.tokensSaved,
+        created_at: result.createdAt,
+        similarity_score: result.similarityScore,
+        metadata: {
+          model: result.metadata.model,
+          original_tokens: result.metadata.originalTokens,
+          usage_count: result.metadata.usageCount,
+        },
+        entry_id: result.entryId,
+      };
+    }
+    return {
+      cache_hit: false,
+      message: 'No cached response found for these messages',
+      prompt_hash: result.promptHash,
+      lookup_time_ms: result.lookupTimeMs,
+      suggested_action: 'Call your LLM provider, then POST the answer to /api/v1/store so later checks hit',
+      search_results: {
+        exact_checked: result.searchResults.exactChecked,
+        semantic_checked: result.searchResults.semanticChecked,
+        closest_match_score: result.searchResults.closestMatchScore,
+      },
+    };
+  };
   app.post<{ Body: CheckBody }>(
     '/api/v1/check',
     {
@@ -25,46 +57,18 @@ export function checkRoute(app: FastifyInstance, ctx: AppContext, metrics: Metri
         response: { 200: checkResponseSchema, '4xx': errorResponseSchema },
       },
     },
-    async (request) => {
+    // Not async: an exact hit answered in process is sent without a promise.
+    (request) => {
       const account = requireAccount(request);
       const b = request.body;
-      const result = await ctx.cache.check(account, {
+      const result = ctx.cache.check(account, {
         messages: b.messages,
         similarityThreshold: b.similarity_threshold,
         cacheTypes: b.cache_types,
         namespace: b.namespace,
         model: b.model,
       });
-      metrics.checks.inc({ outcome: result.cacheHit ? `${result.cacheType}_hit` : 'miss' });
-      if (result.cacheHit) {
-        return {
-          cache_hit: true,
-          answer: result.answer,
-          cache_type: result.cacheType,
-          lookup_time_ms: result.lookupTimeMs,
-          tokens_saved: result.tokensSaved,
-          created_at: result.createdAt,
-          similarity_score: result.similarityScore,
-          metadata: {
-            model: result.metadata.model,
-            original_tokens: result.metadata.originalTokens,
-            usage_count: result.metadata.usageCount,
-          },
-          entry_id: result.entryId,
-        };
-      }
-      return {
-        cache_hit: false,
-        message: 'No cached response found for these messages',
-        prompt_hash: result.promptHash,
-        lookup_time_ms: result.lookupTimeMs,
-        suggested_action: 'Call your LLM provider, then POST the answer to /api/v1/store so later checks hit',
-        search_results: {
-          exact_checked: result.searchResults.exactChecked,
-          semantic_checked: result.searchResults.semanticChecked,
-          closest_match_score: result.searchResults.closestMatchScore,
-        },
-      };
+      return result instanceof Promise ? result.then(respond) : respond(result);
     },
   );
 }
