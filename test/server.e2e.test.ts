@@ -150,12 +150,13 @@ describe('the real server, as a user runs it', () => {
   test('one log line per request, written by the time the server has stopped, without the key', async () => {
     assert.ok(server);
     await server.stop('SIGKILL');
-    server = await startServerProcess({ ...env, LOG_LEVEL: 'info' }, undefined, { keepOutput: true });
+    const logged = await startServerProcess({ ...env, LOG_LEVEL: 'info' }, undefined, { keepOutput: true });
+    server = logged;
     const created = await runCli(['keys', 'create', '--account', 'logged', '--json'], env);
     const key = (JSON.parse(created.stdout) as { key: string }).key;
     const ids: string[] = [];
     for (let i = 0; i < 30; i++) {
-      const res = await fetch(`${server.url}/api/v1/check`, {
+      const res = await fetch(`${logged.url}/api/v1/check`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-request-id': `logged-${i}` },
         body: JSON.stringify({ messages: [user(`logged question ${i}`)], cache_types: ['exact'] }),
@@ -163,8 +164,8 @@ describe('the real server, as a user runs it', () => {
       assert.equal(res.status, 200);
       ids.push(res.headers.get('x-request-id') ?? '');
     }
-    assert.equal(await server.stop('SIGTERM'), 0);
-    const lines = server
+    assert.equal(await logged.stop('SIGTERM'), 0);
+    const lines = logged
       .stdout()
       .split('\n')
       .filter((l) => l.startsWith('{'))
@@ -180,7 +181,7 @@ describe('the real server, as a user runs it', () => {
     );
     assert.equal(typeof completed[0]?.ms, 'number');
     assert.ok(!lines.some((l) => l.msg === 'incoming request'));
-    assert.doesNotMatch(server.stdout(), new RegExp(key));
+    assert.doesNotMatch(logged.stdout(), new RegExp(key));
     server = await startServerProcess(env);
   });
 

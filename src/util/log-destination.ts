@@ -1,34 +1,48 @@
 import pino from 'pino';
 
-type SonicBoom = ReturnType<typeof pino.destination>;
-
-/** Pending log text handed on at once when it reaches this many characters. */
-const BATCH_CHARS = 16 * 1024;
-/** Pending log text is handed on at the latest after this many milliseconds. */
+/** Bytes of log lines handed on at once. */
+const BATCH_BYTES = 16 * 1024;
+/** Pending lines are handed on at the latest this many milliseconds after the first of them. */
 const BATCH_MS = 20;
 
+/** sonic-boom in buffer mode: it takes the bytes it is given, as they are. */
+interface ByteSink {
+  write(data: Buffer): boolean;
+  flushSync(): void;
+}
+
 /**
- * The server's log destination: lines are collected and handed to sonic-boom (asynchronous
- * writes) in batches of about 16 KB, or 20 ms after the first line of a batch.
+ * The server's log destination. Each line is encoded into a batch buffer as it is logged, and
+ * each batch of about 16 KB (or whatever is pending 20 ms after its first line) is handed to
+ * sonic-boom, which writes it asynchronously.
  *
- * sonic-boom measures the byte length of its whole pending buffer on every write it is given,
- * which at one line per request costs more than making the line; here that happens once per
- * batch. Lines still pending are written on `flushSync()` and when the process exits.
+ * Handing sonic-boom one string per line costs more than making the line: it measures the
+ * byte length of its whole pending text on every write, and lines kept as strings are copied
+ * again, long after they were made, when that text is flattened. Lines still pending are
+ * written on `flushSync()` and when the process exits.
  */
 export class LogDestination {
-  private readonly out: SonicBoom;
-  private pending = '';
+  private readonly out: ByteSink;
+  private batch = Buffer.allocUnsafe(BATCH_BYTES * 4);
+  private used = 0;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(fd = 1) {
-    this.out = pino.destination({ dest: fd, sync: false });
+    this.out = pino.destination({ dest: fd, sync: false, contentMode: 'buffer' }) as unknown as ByteSink;
     process.once('exit', this.flushSync);
   }
 
   /** pino's stream interface: one serialised line, newline included. */
   write(line: string): boolean {
-    this.pending += line;
-    if (this.pending.length >= BATCH_CHARS) this.drain();
+    // A UTF-16 code unit is at most 3 bytes of UTF-8.
+    const most = line.length * 3;
+    if (this.used + most > this.batch.length) this.drain();
+    if (most > this.batch.length) {
+      this.out.write(Buffer.from(line, 'utf8'));
+      return true;
+    }
+    this.used += this.batch.write(line, this.used, 'utf8');
+    if (this.used >= BATCH_BYTES) this.drain();
     else if (this.timer === null) {
       this.timer = setTimeout(this.drain, BATCH_MS);
       this.timer.unref();
@@ -41,10 +55,11 @@ export class LogDestination {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    if (this.pending === '') return;
-    const text = this.pending;
-    this.pending = '';
-    this.out.write(text);
+    if (this.used === 0) return;
+    const bytes = this.batch.subarray(0, this.used);
+    this.batch = Buffer.allocUnsafe(BATCH_BYTES * 4);
+    this.used = 0;
+    this.out.write(bytes);
   };
 
   /** Writes everything pending before returning. */
