@@ -1,3 +1,5 @@
+import { Lru } from '../util/lru.ts';
+
 /** Price in US dollars per million output tokens, by lower-cased model name. */
 export type PriceTable = Readonly<Record<string, number>>;
 
@@ -37,6 +39,9 @@ export const DEFAULT_PRICES: PriceTable = {
 };
 
 export class Pricing {
+  /** Prices of the model names seen lately: a hit is priced without a scan of the table. */
+  private readonly seen = new Lru<string, number>(1000);
+
   constructor(
     private readonly table: PriceTable,
     private readonly fallbackPerMillion: number,
@@ -47,6 +52,15 @@ export class Pricing {
    * table key that prefixes it (so `gpt-4o-2024-08-06` is priced as `gpt-4o`), then the default.
    */
   pricePerMillion(model: string): number {
+    let price = this.seen.get(model);
+    if (price === undefined) {
+      price = this.lookup(model);
+      this.seen.set(model, price);
+    }
+    return price;
+  }
+
+  private lookup(model: string): number {
     const name = model.toLowerCase();
     const exact = this.table[name];
     if (exact !== undefined) return exact;

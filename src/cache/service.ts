@@ -112,6 +112,8 @@ export class CacheService {
   private readonly contextThreshold: number;
   /** Requests resume one per event-loop pass after embedding, so exact lookups are not held up. */
   private readonly turns = new Turns();
+  /** The namespace each entry object was last found to match (see `sameNamespace`). */
+  private readonly matchedNamespace = new WeakMap<EntryHead, string>();
 
   constructor(private readonly deps: CacheDeps) {
     this.now = deps.now ?? Date.now;
@@ -170,15 +172,24 @@ export class CacheService {
     nowIso: string,
     t0: number,
   ): CheckResult | Promise<CheckResult> {
-    // Same exact hash means the same messages, so only the namespace can differ.
-    if (
-      entry !== null &&
-      usable(entry, nowIso, input.model) &&
-      entry.contextHash === contextHashOf(input.messages, input.namespace ?? '')
-    ) {
+    if (entry !== null && usable(entry, nowIso, input.model) && this.sameNamespace(entry, input)) {
       return this.settled(this.hit(account, entry, 'exact', null, t0));
     }
     return this.afterExact(account, input, hash, nowIso, t0, true);
+  }
+
+  /**
+   * Whether an entry of the same exact hash was stored in the request's namespace. Same exact
+   * hash means the same messages, so only the namespace can differ, and its context hash says
+   * which. A namespace found to match is remembered with the entry (cached entries are shared
+   * objects, and one stored again is a new object), so repeated hits hash nothing.
+   */
+  private sameNamespace(entry: EntryHead, input: CheckInput): boolean {
+    const namespace = input.namespace ?? '';
+    if (this.matchedNamespace.get(entry) === namespace) return true;
+    if (entry.contextHash !== contextHashOf(input.messages, namespace)) return false;
+    this.matchedNamespace.set(entry, namespace);
+    return true;
   }
 
   /** The semantic search (when asked for and enabled), then the miss. */
@@ -240,6 +251,9 @@ export class CacheService {
       e !== undefined &&
       usable(e, nowIso, model) &&
       e.accountId === account.id &&
+      // An entry stored again in another scope keeps its id and leaves it behind in the old
+      // partition of the index; only its current scope counts.
+      e.contextHash === key.contextHash &&
       e.embedderId === embedder.id &&
       e.vector !== null &&
       this.samePrefix(key, prefixVector ?? null, e);

@@ -123,5 +123,14 @@ describe('isolation between accounts', () => {
     assert.equal(none.cache_hit, false);
     const same = (await t.post('/api/v1/check', { messages, namespace: 'team-a' }, key)).json();
     assert.equal(same.answer, 'team-a summary');
+    // After a hit in team-a, the other scopes still miss, and team-a still hits.
+    assert.equal((await t.post('/api/v1/check', { messages, namespace: 'team-b' }, key)).json().cache_hit, false);
+    assert.equal((await t.post('/api/v1/check', { messages }, key)).json().cache_hit, false);
+    assert.equal((await t.post('/api/v1/check', { messages, namespace: 'team-a' }, key)).json().answer, 'team-a summary');
+    // Stored again without a namespace, the conversation's one entry moves out of team-a.
+    await t.post('/api/v1/store', { messages, answer: 'shared summary' }, key);
+    assert.equal((await t.post('/api/v1/check', { messages }, key)).json().answer, 'shared summary');
+    const moved = (await t.post('/api/v1/check', { messages, namespace: 'team-a' }, key)).json();
+    assert.equal(moved.cache_hit, false, JSON.stringify(moved));
   });
 });
