@@ -64,7 +64,7 @@ export async function startServer(config: Config): Promise<Server> {
     },
     'Reprise is listening',
   );
-  destination.flushSync();
+  await destination.flush();
   let closing: Promise<void> | null = null;
   return {
     app,
@@ -74,7 +74,7 @@ export async function startServer(config: Config): Promise<Server> {
       closing ??= (async () => {
         await app.close();
         await runtime.close();
-        destination.flushSync();
+        await destination.flush();
       })();
       return closing;
     },

@@ -9,6 +9,8 @@ const BATCH_MS = 20;
 interface ByteSink {
   write(data: Buffer): boolean;
   flushSync(): void;
+  on(event: 'write', listener: (bytes: number) => void): void;
+  on(event: 'error', listener: (err: NodeJS.ErrnoException) => void): void;
 }
 
 /**
@@ -19,16 +21,32 @@ interface ByteSink {
  * Handing sonic-boom one string per line costs more than making the line: it measures the
  * byte length of its whole pending text on every write, and lines kept as strings are copied
  * again, long after they were made, when that text is flattened. Lines still pending are
- * written on `flushSync()` and when the process exits.
+ * written by `flush()`, and by `flushSync()` when the process exits.
  */
 export class LogDestination {
   private readonly out: ByteSink;
   private batch = Buffer.allocUnsafe(BATCH_BYTES * 4);
   private used = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** Bytes handed to sonic-boom, and bytes it has written: equal when nothing is in flight. */
+  private handed = 0;
+  private written = 0;
+  private idle: (() => void)[] = [];
+  /** Set when the reader has gone (EPIPE): nothing more will be written. */
+  private closed = false;
 
   constructor(fd = 1) {
     this.out = pino.destination({ dest: fd, sync: false, contentMode: 'buffer' }) as unknown as ByteSink;
+    this.out.on('write', (bytes) => {
+      this.written += bytes;
+      if (this.written === this.handed) this.settle();
+    });
+    this.out.on('error', (err) => {
+      this.closed = true;
+      this.settle();
+      // A closed reader is pino's to ignore; any other failure to write logs stays fatal.
+      if (err.code !== 'EPIPE') throw err;
+    });
     process.once('exit', this.flushSync);
   }
 
@@ -38,7 +56,7 @@ export class LogDestination {
     const most = line.length * 3;
     if (this.used + most > this.batch.length) this.drain();
     if (most > this.batch.length) {
-      this.out.write(Buffer.from(line, 'utf8'));
+      this.hand(Buffer.from(line, 'utf8'));
       return true;
     }
     this.used += this.batch.write(line, this.used, 'utf8');
@@ -59,10 +77,29 @@ export class LogDestination {
     const bytes = this.batch.subarray(0, this.used);
     this.batch = Buffer.allocUnsafe(BATCH_BYTES * 4);
     this.used = 0;
-    this.out.write(bytes);
+    this.hand(bytes);
   };
 
-  /** Writes everything pending before returning. */
+  private hand(bytes: Buffer): void {
+    this.handed += bytes.length;
+    this.out.write(bytes);
+  }
+
+  /** Resolves once every line logged so far has been written (or cannot be). */
+  flush(): Promise<void> {
+    this.drain();
+    if (this.closed || this.written === this.handed) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  private settle(): void {
+    for (const resolve of this.idle.splice(0)) resolve();
+  }
+
+  /**
+   * Writes everything pending before returning, for when the process is exiting. A write
+   * already in flight may land after the ones made here; `flush()` waits for it instead.
+   */
   readonly flushSync = (): void => {
     this.drain();
     this.out.flushSync();
