@@ -72,6 +72,7 @@ const LR = Number(values.lr);
 
 /** Weights are written with five decimals. */
 const round = (x: number) => Math.round(x * 1e5) / 1e5;
+const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 const text = (x: string | string[]) => (Array.isArray(x) ? (x[x.length - 1] as string) : x);
 const pairs: (Pair & { file: string })[] = pairFiles(dir)
   .flatMap((f) => loadPairs(f).map((p) => ({ ...p, file: path.basename(f) })))
@@ -258,7 +259,7 @@ function backprop(
   let logit = last[0] as number;
   const skipW = skipInputs > 0 ? (params[2 * layerCount] as Float64Array) : null;
   if (skipW) for (let i = 0; i < skipInputs; i++) logit += (skipW[i] as number) * (x[i] as number);
-  const d0 = (1 / (1 + Math.exp(-(share * logit + (1 - share) * base))) - y) * weight * share;
+  const d0 = (sigmoid(share * logit + (1 - share) * base) - y) * weight * share;
   if (skipW) {
     const gs = grads[2 * layerCount] as Float64Array;
     for (let i = 0; i < skipInputs; i++) gs[i] = (gs[i] as number) + d0 * (x[i] as number);
@@ -288,7 +289,7 @@ function backprop(
 }
 
 function predict(model: HitModel, r: Row): number {
-  return 1 / (1 + Math.exp(-forward(model, inputVector(model, r.hand, r.u, r.v))));
+  return sigmoid(forward(model, inputVector(model, r.hand, r.u, r.v)));
 }
 
 /** Precision when just enough of the best-scored pairs are taken to reach the given recall. */
@@ -433,7 +434,6 @@ const crowded = values['crowded-in'] ? (JSON.parse(readFileSync(values['crowded-
 if (crowded.some((r) => r.raw.length !== NEIGHBOURHOOD_FEATURES.length))
   throw new Error(`${values['crowded-in']} holds checks with other neighbourhood features; keep them again with --crowded-out`);
 if (values['crowded-out']) writeFileSync(values['crowded-out'], JSON.stringify(crowded));
-const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 const staged: { score: number; y: number; file: string }[] = [];
 for (let fold = 0; fold < 3; fold++) {
   const stage = fitStage(crowded.filter((r) => r.fold !== fold));
