@@ -1,5 +1,8 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
+import { describe, test } from 'node:test';
 import { tempDir } from '../../test/helpers.ts';
 import { storeConformance } from './conformance.ts';
 import { SqliteStore } from './sqlite.ts';
@@ -7,4 +10,59 @@ import { SqliteStore } from './sqlite.ts';
 storeConformance('SQLite', async () => {
   const dir = tempDir();
   return { store: new SqliteStore(path.join(dir, 'reprise.db')), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+});
+
+describe('SQLite counters', () => {
+  test('counters committed without a sync survive the process being killed; entries are still synced', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    let child: ChildProcess | null = null;
+    try {
+      // A process that writes a batch of counters, says so, then waits to be killed.
+      const writer = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--input-type=module',
+          '-e',
+          `import { SqliteStore } from ${JSON.stringify(new URL('./sqlite.ts', import.meta.url).href)};
+           const store = new SqliteStore(${JSON.stringify(file)});
+           const a = await store.createAccount('killed', 'free');
+           await store.addUsage([{ accountId: a.id, bucket: '2030-01-01T10:00:00.000Z', requests: 7, exactHits: 3, semanticHits: 1,
+             lookupMsTotal: 2, tokensSaved: 40, costSaved: 0.5, stores: 2 }]);
+           const sync = store.db.pragma('synchronous', { simple: true });
+           process.stdout.write(JSON.stringify({ account: a.id, sync }) + '\\n');
+           setInterval(() => {}, 1000);`,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      child = writer;
+      const line = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        writer.stdout.setEncoding('utf8').on('data', (d: string) => {
+          out += d;
+          if (out.includes('\n')) resolve(out.trim());
+        });
+        writer.on('exit', (code) => reject(new Error(`exited with ${code} before writing: ${out}`)));
+      });
+      const { account, sync } = JSON.parse(line) as { account: string; sync: number };
+      // synchronous is FULL (2) again once the counters are written, for the entries after them.
+      assert.equal(sync, 2);
+      const exited = new Promise((resolve) => writer.on('exit', resolve));
+      writer.kill('SIGKILL');
+      await exited;
+
+      const store = new SqliteStore(file);
+      const usage = await store.getUsage(account, {});
+      assert.equal(usage.length, 1);
+      assert.equal(usage[0]?.requests, 7);
+      assert.equal(usage[0]?.exactHits, 3);
+      assert.equal(usage[0]?.stores, 2);
+      await store.close();
+    } finally {
+      child?.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -244,12 +244,14 @@ export class SqliteStore implements Store {
   private readonly entriesByIds = new Map<number, Database.Statement>();
   private seenVersion = -1;
   private lastVersionCheck = -Infinity;
+  private readonly synchronous: 'FULL' | 'NORMAL';
 
   constructor(file: string, opts: SqliteOptions = {}) {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+    this.synchronous = opts.synchronous ?? 'FULL';
+    this.db.pragma(`synchronous = ${this.synchronous}`);
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
     this.migrate();
@@ -412,9 +414,29 @@ export class SqliteStore implements Store {
 
   async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
     const stmt = this.db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)');
-    this.db.transaction(() => {
+    this.counterTransaction(() => {
       for (const [id, at] of lastUsed) stmt.run(at, id, at);
-    })();
+    });
+  }
+
+  /**
+   * Commits a batch of counters (usage, hit counts, key last-use times) without waiting for the
+   * disk (`synchronous = NORMAL` for this commit): like every WAL commit it survives the process
+   * being killed, and only a power loss or OS crash could lose it, as the counters of the second
+   * before it were only in memory anyway. The event loop is not held for an fsync three times a
+   * second; entries and keys are still synced on every commit. The next synced commit syncs it too.
+   */
+  private counterTransaction(write: () => void): void {
+    if (this.synchronous === 'NORMAL') {
+      this.db.transaction(write)();
+      return;
+    }
+    this.db.pragma('synchronous = NORMAL');
+    try {
+      this.db.transaction(write)();
+    } finally {
+      this.db.pragma(`synchronous = ${this.synchronous}`);
+    }
   }
 
   putEntry(entry: NewEntry): Promise<Entry> {
@@ -520,9 +542,9 @@ export class SqliteStore implements Store {
 
   async recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void> {
     this.entryCache.clear();
-    this.db.transaction(() => {
+    this.counterTransaction(() => {
       for (const [id, h] of hits) this.stmts.hit.run(h.count, h.at, h.lookupMs, id);
-    })();
+    });
   }
 
   async deleteExpired(now: string, limit: number): Promise<DeletedEntry[]> {
@@ -553,7 +575,7 @@ export class SqliteStore implements Store {
   }
 
   async addUsage(rows: readonly UsageRow[]): Promise<void> {
-    this.db.transaction(() => {
+    this.counterTransaction(() => {
       for (const u of rows) {
         this.stmts.addUsage.run(
           u.accountId,
@@ -567,7 +589,7 @@ export class SqliteStore implements Store {
           u.stores,
         );
       }
-    })();
+    });
   }
 
   async getUsage(accountId: string, query: UsageQuery): Promise<UsageBucket[]> {
