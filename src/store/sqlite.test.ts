@@ -13,7 +13,7 @@ storeConformance('SQLite', async () => {
 });
 
 describe('SQLite counters', () => {
-  test('counters committed without a sync survive the process being killed; entries are still synced', async () => {
+  test('counters committed without a sync survive the process being killed; later commits are synced again', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'reprise.db');
     let child: ChildProcess | null = null;

@@ -427,15 +427,12 @@ export class SqliteStore implements Store {
    * second; entries and keys are still synced on every commit. The next synced commit syncs it too.
    */
   private counterTransaction(write: () => void): void {
-    if (this.synchronous === 'NORMAL') {
-      this.db.transaction(write)();
-      return;
-    }
-    this.db.pragma('synchronous = NORMAL');
+    const relax = this.synchronous !== 'NORMAL';
+    if (relax) this.db.pragma('synchronous = NORMAL');
     try {
       this.db.transaction(write)();
     } finally {
-      this.db.pragma(`synchronous = ${this.synchronous}`);
+      if (relax) this.db.pragma(`synchronous = ${this.synchronous}`);
     }
   }
 
