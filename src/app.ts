@@ -10,7 +10,7 @@ import Fastify, {
 import swagger from '@fastify/swagger';
 import { authHook, setRateHeaders } from './api/auth.ts';
 import type { AppContext } from './api/context.ts';
-import { ApiError, errorBody, type ErrorCode } from './api/errors.ts';
+import { ApiError, describe, errorBody, type ErrorCode } from './api/errors.ts';
 import { schemaErrorToApiError, type SchemaError } from './api/validation.ts';
 import { checkRoute } from './api/routes/check.ts';
 import { storeRoute } from './api/routes/store.ts';
@@ -33,7 +33,6 @@ const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'INVALID_INPUT', message: 'Content-Length does not match the body' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'INVALID_INPUT', message: 'The request body is empty; send a JSON object' },
   FST_ERR_CTP_INVALID_JSON_BODY: { code: 'INVALID_INPUT', message: 'The request body is not valid JSON' },
-  FST_ERR_BAD_URL: { code: 'NOT_FOUND', message: 'The URL is malformed' },
 };
 
 export interface BuildOptions {
@@ -57,6 +56,7 @@ class RequestLog extends LogController {
 }
 
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const limiter = ctx.limiter;
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
     bodyLimit: ctx.config.limits.bodyBytes,
@@ -68,6 +68,37 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: false } },
     return503OnClosing: true,
     logController: new RequestLog(),
+    // Errors met before routing (a path that is not valid percent-encoding) skip the hooks and the
+    // error handler: answered here in the same shape, with the same headers as a public path.
+    frameworkErrors: (err, request, routedReply) => {
+      // Typed for a route's reply schema; none applies before routing.
+      const reply = routedReply as FastifyReply;
+      reply.header('X-Request-Id', request.id);
+      const answer = (apiError: ApiError): void => {
+        if (apiError.status >= 500) request.log.error({ err, request_id: request.id }, 'request failed before routing');
+        if (apiError.retryAfter !== undefined) reply.header('Retry-After', apiError.retryAfter);
+        void reply.code(apiError.status).send(errorBody(apiError));
+      };
+      const failure =
+        err.code === 'FST_ERR_BAD_URL'
+          ? new ApiError('INVALID_INPUT', 'The URL path is not valid percent-encoding', {
+              field: 'url',
+              expected: 'a path with each % followed by two hex digits of UTF-8',
+              received: describe(request.raw.url),
+            })
+          : new ApiError('INTERNAL_ERROR', 'Internal server error');
+      Promise.resolve()
+        .then(() => limiter.consume(`public:${request.ip}`, PUBLIC_RULE))
+        .then(
+          (r) => {
+            setRateHeaders(reply, r);
+            answer(
+              r.allowed ? failure : new ApiError('RATE_LIMIT_EXCEEDED', 'Too many requests from this address', undefined, r.retryAfter),
+            );
+          },
+          () => answer(failure),
+        );
+    },
   });
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
   app.removeContentTypeParser('text/plain');
@@ -100,7 +131,6 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many requests from this address', undefined, r.retryAfter);
     }
   };
-  const limiter = ctx.limiter;
   // A callback hook: when auth and limits are decided in process, no promise is made per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);

@@ -24,6 +24,22 @@ describe('routing, health and documents', () => {
     }
   });
 
+  test('a path that is not valid percent-encoding is 400 INVALID_INPUT in the error shape, with the headers', async () => {
+    for (const url of ['/api/v1/%', '/api/v1/check%E0%A4%A', '/%zz']) {
+      const res = await t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}` }, payload: '{}' });
+      assert.equal(res.statusCode, 400, url);
+      const body = res.json();
+      assert.equal(body.error.code, 'INVALID_INPUT');
+      assert.equal(body.error.details.field, 'url');
+      assert.equal(body.error.details.received, `string "${url}"`);
+      assert.equal(body.status, 400);
+      assert.ok(body.timestamp);
+      assert.ok(res.headers['x-request-id']);
+      assert.ok(res.headers['x-ratelimit-limit']);
+      assert.ok(res.headers['x-ratelimit-reset']);
+    }
+  });
+
   test('a wrong method is 405 METHOD_NOT_ALLOWED with Allow', async () => {
     const res = await t.get('/api/v1/check', key);
     assert.equal(res.statusCode, 405);
