@@ -10,7 +10,7 @@ import Fastify, {
 import swagger from '@fastify/swagger';
 import { authHook, setRateHeaders } from './api/auth.ts';
 import type { AppContext } from './api/context.ts';
-import { ApiError, describe, errorBody, type ErrorCode } from './api/errors.ts';
+import { ApiError, describe, errorBody, type ErrorBody, type ErrorCode } from './api/errors.ts';
 import { schemaErrorToApiError, type SchemaError } from './api/validation.ts';
 import { checkRoute } from './api/routes/check.ts';
 import { storeRoute } from './api/routes/store.ts';
@@ -55,6 +55,27 @@ class RequestLog extends LogController {
   }
 }
 
+/** Sets the public bucket's headers on `reply`; throws RATE_LIMIT_EXCEEDED when it is empty. */
+function publicLimit(reply: FastifyReply, r: LimitResult): void {
+  setRateHeaders(reply, r);
+  if (!r.allowed) {
+    reply.header('Retry-After', r.retryAfter);
+    throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many requests from this address', undefined, r.retryAfter);
+  }
+}
+
+/** Readies `reply` to answer `apiError` (status, Retry-After, a log line for a fault) and returns its body. */
+function errorReply(apiError: ApiError, cause: Error, request: FastifyRequest, reply: FastifyReply): ErrorBody {
+  if (apiError.status >= 500) {
+    request.log.error({ err: cause, request_id: request.id }, 'request failed');
+  }
+  reply.code(apiError.status);
+  if (apiError.code === 'RATE_LIMIT_EXCEEDED' && apiError.retryAfter !== undefined) {
+    reply.header('Retry-After', apiError.retryAfter);
+  }
+  return errorBody(apiError);
+}
+
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const limiter = ctx.limiter;
   const app = Fastify({
@@ -74,11 +95,6 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       // Typed for a route's reply schema; none applies before routing.
       const reply = routedReply as FastifyReply;
       reply.header('X-Request-Id', request.id);
-      const answer = (apiError: ApiError): void => {
-        if (apiError.status >= 500) request.log.error({ err, request_id: request.id }, 'request failed before routing');
-        if (apiError.retryAfter !== undefined) reply.header('Retry-After', apiError.retryAfter);
-        void reply.code(apiError.status).send(errorBody(apiError));
-      };
       const failure =
         err.code === 'FST_ERR_BAD_URL'
           ? new ApiError('INVALID_INPUT', 'The URL path is not valid percent-encoding', {
@@ -91,13 +107,13 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
         .then(() => limiter.consume(`public:${request.ip}`, PUBLIC_RULE))
         .then(
           (r) => {
-            setRateHeaders(reply, r);
-            answer(
-              r.allowed ? failure : new ApiError('RATE_LIMIT_EXCEEDED', 'Too many requests from this address', undefined, r.retryAfter),
-            );
+            publicLimit(reply, r);
+            return failure;
           },
-          () => answer(failure),
-        );
+          () => failure,
+        )
+        .catch((refused: unknown) => (refused instanceof ApiError ? refused : failure))
+        .then((apiError) => void reply.send(errorReply(apiError, err, request, reply)));
     },
   });
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
@@ -124,13 +140,6 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
 
   const auth = authHook(ctx);
-  const publicLimit = (reply: FastifyReply, r: LimitResult): void => {
-    setRateHeaders(reply, r);
-    if (!r.allowed) {
-      reply.header('Retry-After', r.retryAfter);
-      throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many requests from this address', undefined, r.retryAfter);
-    }
-  };
   // A callback hook: when auth and limits are decided in process, no promise is made per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
@@ -175,15 +184,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
 
   app.setErrorHandler(async (err: FastifyError, request, reply) => {
-    const apiError = toApiError(err, request);
-    if (apiError.status >= 500) {
-      request.log.error({ err, request_id: request.id }, 'request failed');
-    }
-    reply.code(apiError.status);
-    if (apiError.code === 'RATE_LIMIT_EXCEEDED' && apiError.retryAfter !== undefined) {
-      reply.header('Retry-After', apiError.retryAfter);
-    }
-    return errorBody(apiError);
+    return errorReply(toApiError(err, request), err, request, reply);
   });
 
   const metrics = new Metrics();

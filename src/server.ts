@@ -47,7 +47,7 @@ export async function startServer(config: Config): Promise<Server> {
   const started = performance.now();
   const runtime = await createRuntime(config);
   await bootstrap(runtime.ctx.store, config, (s) => process.stdout.write(`${s}\n`));
-  // Logs are written asynchronously, once per pass of the event loop, so logging stays off the request path.
+  // Log lines are batched (16 KB, or 20 ms) and written asynchronously, so logging stays off the request path.
   const destination = new LogDestination();
   const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, destination);
   const app = await buildApp(runtime.ctx, { loggerInstance: logger });
