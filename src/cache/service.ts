@@ -276,15 +276,29 @@ export class CacheService {
     const { entry, cosine } = found;
     // A candidate far nearer than any other question is more likely the same question; one among
     // several equally near, less.
-    return {
-      entry,
-      score: this.deps.scorer.score(
-        { text: key.queryText, vector },
-        { text: entry.queryText, vector: entry.vector },
-        cosine,
-        runnerUpOf(neighbours, entry.id, cosine),
-      ),
-    };
+    const score = this.deps.scorer.score(
+      { text: key.queryText, vector },
+      { text: entry.queryText, vector: entry.vector },
+      cosine,
+      runnerUpOf(neighbours, entry.id, cosine),
+    );
+    return { entry, score: Math.min(score, this.contextScore(key, prefixVector ?? null, entry)) };
+  }
+
+  /**
+   * How surely the earlier user turns ask the same as the entry's: 1 when they are the same, else
+   * the hit decision's own score for them. The same follow-up ("when was it founded?") after
+   * "the functions of the United Nations" and after "the functions of NATO" embeds nearly alike
+   * with its context; the first questions alone tell them apart.
+   */
+  private contextScore(key: SemanticKey, prefixVector: Float32Array | null, e: Entry): number {
+    if (key.prefixText === '' || key.prefixHash === e.prefixHash || key.prefixText === e.prefixText) return 1;
+    if (!prefixVector || !e.prefixVector) return 0;
+    return this.deps.scorer.score(
+      { text: key.prefixText, vector: prefixVector },
+      { text: e.prefixText, vector: e.prefixVector },
+      dot(prefixVector, e.prefixVector),
+    );
   }
 
   private samePrefix(key: SemanticKey, prefixVector: Float32Array | null, e: Entry): boolean {

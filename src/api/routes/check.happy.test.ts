@@ -154,6 +154,36 @@ describe('POST /api/v1/check', () => {
     assert.equal(res.cache_hit, false);
   });
 
+  test('the same follow-up after a near question about something else is a miss', async () => {
+    // Embedded with its context, "when was it founded?" after the United Nations and after NATO
+    // is nearly the same text; the first questions alone are not the same question.
+    const a = [
+      user('What are the main functions of the United Nations?'),
+      { role: 'assistant', content: '(reply)' },
+      user('when was it founded'),
+    ];
+    await t.post('/api/v1/store', { messages: a, answer: 'In 1945.', model: 'gpt-4o' }, key);
+    const b = [user('What are the main functions of NATO?'), { role: 'assistant', content: '(reply)' }, user('when was it founded')];
+    const res = (await t.post('/api/v1/check', { messages: b }, key)).json();
+    assert.equal(res.cache_hit, false);
+    assert.ok(res.search_results.closest_match_score < 0.5, `closest_match_score ${res.search_results.closest_match_score}`);
+  });
+
+  test('the same follow-up after a reworded first question is a semantic hit', async () => {
+    const a = [user('Tell me about the Amazon River.'), { role: 'assistant', content: 'It flows through Brazil.' }, user('how long is it')];
+    await t.post('/api/v1/store', { messages: a, answer: 'About 6,400 km.', model: 'gpt-4o' }, key);
+    const b = [
+      user('What can you tell me about the Amazon River?'),
+      { role: 'assistant', content: 'A great river.' },
+      user('how long is it'),
+    ];
+    const res = (await t.post('/api/v1/check', { messages: b }, key)).json();
+    assert.equal(res.cache_hit, true);
+    assert.equal(res.cache_type, 'semantic');
+    assert.equal(res.answer, 'About 6,400 km.');
+    assert.ok(res.similarity_score >= 0.85, `similarity_score ${res.similarity_score}`);
+  });
+
   test('a different system prompt never matches semantically', async () => {
     const q = 'Translate "good morning" into French.';
     await t.post(
