@@ -46,9 +46,16 @@ try {
   console.log(
     `exact hits, two nodes: ${(ra.requestsPerSecond + rb.requestsPerSecond).toFixed(0)}/s (A ${ra.requestsPerSecond.toFixed(0)}, B ${rb.requestsPerSecond.toFixed(0)}), p99 ${Math.max(ra.p99, rb.p99)} ms`,
   );
-  const ua = (await api(a.url, 'GET', '/api/v1/usage', key)).json;
-  const ub = (await api(b.url, 'GET', '/api/v1/usage', key)).json;
-  console.log(`usage identical on both nodes: ${JSON.stringify(ua) === JSON.stringify(ub)} (${ua.total_requests} requests)`);
+  // Each node writes its counts in batches (every second): poll until both read the same.
+  const t0 = Date.now();
+  let ua = (await api(a.url, 'GET', '/api/v1/usage', key)).json;
+  let ub = (await api(b.url, 'GET', '/api/v1/usage', key)).json;
+  while (JSON.stringify(ua) !== JSON.stringify(ub) && Date.now() - t0 < 5000) {
+    await new Promise((r) => setTimeout(r, 50));
+    [ua, ub] = [(await api(a.url, 'GET', '/api/v1/usage', key)).json, (await api(b.url, 'GET', '/api/v1/usage', key)).json];
+  }
+  const same = JSON.stringify(ua) === JSON.stringify(ub);
+  console.log(`usage identical on both nodes: ${same}${same ? ` after ${Date.now() - t0} ms` : ''} (${ua.total_requests} requests)`);
 } finally {
   await a.stop();
   await b.stop();

@@ -114,7 +114,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const limiter = openLimiter(config);
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
   const clustered = store instanceof PostgresStore;
-  const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000, Date.now, clustered);
+  const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
   const cache = new CacheService({
     store,
     index,

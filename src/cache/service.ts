@@ -173,7 +173,7 @@ export class CacheService {
     t0: number,
   ): CheckResult | Promise<CheckResult> {
     if (entry !== null && usable(entry, nowIso, input.model) && this.sameNamespace(entry, input)) {
-      return this.settled(this.hit(account, entry, 'exact', null, t0));
+      return this.hit(account, entry, 'exact', null, t0);
     }
     return this.afterExact(account, input, hash, nowIso, t0, true);
   }
@@ -210,24 +210,18 @@ export class CacheService {
       const found = await this.semanticSearch(account, key, nowIso, input.model);
       if (found) {
         closest = found.score;
-        if (found.score >= threshold) return this.settled(this.hit(account, found.entry, 'semantic', found.score, t0));
+        if (found.score >= threshold) return this.hit(account, found.entry, 'semantic', found.score, t0);
       }
     }
 
     const lookupTimeMs = round3(performance.now() - t0);
     this.deps.usage.count(account.id, { requests: 1, lookupMsTotal: lookupTimeMs });
-    return this.settled({
+    return {
       cacheHit: false,
       promptHash: hash,
       lookupTimeMs,
       searchResults: { exactChecked, semanticChecked, closestMatchScore: round3(closest) },
-    });
-  }
-
-  /** `result` once its counts are written: at once (no promise) unless write-through. */
-  private settled<T>(result: T): T | Promise<T> {
-    if (!this.deps.usage.writesThrough) return result;
-    return this.deps.usage.settle().then(() => result);
+    };
   }
 
   private async semanticSearch(
@@ -367,13 +361,13 @@ export class CacheService {
     this.deps.usage.forgetHits(entry.id);
     if (vector) this.deps.index.add(partitionOf(account.id, key.contextHash), entry.id, vector);
     this.deps.usage.count(account.id, { stores: 1 });
-    return this.settled({
+    return {
       stored: true as const,
       cacheTypesStored: vector ? ['exact', 'semantic'] : ['exact'],
       storageTimeMs: round3(performance.now() - t0),
       entryId: entry.id,
       promptHash: hash,
-    });
+    };
   }
 
   /** Notes that an API key was used (written in the next batch). */

@@ -25,7 +25,8 @@ export function addDelta(into: UsageDelta, d: Partial<UsageDelta>): void {
 /**
  * Counts usage and entry hits in memory and writes them to the store in batches (every
  * `flushMs` and on close), so the hot path makes no write per request. Reads merge the
- * unwritten counts in, so a reader on this node always sees its own requests.
+ * unwritten counts in, so a reader on this node always sees its own requests; in a cluster,
+ * another node's requests show once that node has written them (within `flushMs`).
  */
 export class UsageRecorder {
   private usage = new Map<string, UsageRow>();
@@ -34,29 +35,11 @@ export class UsageRecorder {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
-  /**
-   * @param writeThrough write each request's counts before it is answered (cluster mode, so
-   *   every node reads the same figures); otherwise they are written every `flushMs`.
-   */
   constructor(
     private readonly store: Store,
     private readonly flushMs = 1000,
     private readonly now: () => number = Date.now,
-    private readonly writeThrough = false,
   ) {}
-
-  /**
-   * In write-through mode, resolves once the counts made so far are written. A write that fails
-   * keeps its counts for the next attempt and does not fail the request.
-   */
-  async settle(): Promise<void> {
-    if (this.writeThrough) await this.flush().catch(() => undefined);
-  }
-
-  /** Whether `settle()` has anything to wait for (write-through mode). */
-  get writesThrough(): boolean {
-    return this.writeThrough;
-  }
 
   start(): void {
     if (this.timer) return;
