@@ -1,7 +1,8 @@
 /**
  * Cluster mode: how long after a store is acknowledged on node A does node B serve it as a
- * semantic hit? Two nodes in one process on a fresh PostgreSQL schema (the change feed goes
- * through the server as between machines).
+ * semantic hit, and after a key is revoked on A does B refuse it (B remembers key lookups until
+ * a change is announced)? Two nodes in one process on a fresh PostgreSQL schema (the change
+ * feeds go through the server as between machines).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/sync-delay.ts [rounds]
  */
@@ -9,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { rmSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { createUseLiteEmbedder } from '../src/embedding/use-lite.ts';
-import { createKey } from '../src/keys/keys.ts';
+import { authenticate, createKey, presentedHash } from '../src/keys/keys.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { freshSchema } from '../test/services.ts';
 import { tempDir } from '../test/helpers.ts';
@@ -42,9 +43,21 @@ for (let i = 0; i < rounds; i++) {
   }
   delays.push(performance.now() - t0);
 }
-delays.sort((x, y) => x - y);
-const at = (p: number) => delays[Math.min(delays.length - 1, Math.floor(delays.length * p))]?.toFixed(1);
-console.log(`semantic hit on node B after a store on node A: p50 ${at(0.5)} ms, p90 ${at(0.9)} ms, max ${at(1)} ms (${rounds} rounds)`);
+const revocations: number[] = [];
+for (let i = 0; i < rounds; i++) {
+  const { secret, key } = await createKey(a.ctx.store, account);
+  const hash = presentedHash(secret) as string;
+  // B has looked the key up (and, once it hears changes, remembers it).
+  for (let j = 0; j < 3; j++) if (!(await authenticate(b.ctx.store, hash))) throw new Error('key not found on B');
+  await a.ctx.store.revokeKey(key.id);
+  const t0 = performance.now();
+  while (await authenticate(b.ctx.store, hash)) await new Promise((r) => setImmediate(r));
+  revocations.push(performance.now() - t0);
+}
+const at = (xs: number[], p: number) => [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor(xs.length * p))]?.toFixed(1);
+const spread = (xs: number[]) => `p50 ${at(xs, 0.5)} ms, p90 ${at(xs, 0.9)} ms, max ${at(xs, 1)} ms (${rounds} rounds)`;
+console.log(`semantic hit on node B after a store on node A: ${spread(delays)}`);
+console.log(`key refused on node B after its revocation on node A: ${spread(revocations)}`);
 await a.close();
 await b.close();
 await embedder.close();

@@ -1,4 +1,7 @@
-import { freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
 import { storeConformance } from './conformance.ts';
 import { PostgresStore } from './postgres.ts';
 
@@ -11,3 +14,55 @@ storeConformance(
   },
   skipReason('DATABASE_URL'),
 );
+
+describe('PostgreSQL key lookups', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  let store: PostgresStore;
+  let other: pg.Client;
+  before(async () => {
+    store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+    // Another node or an operator in psql: writes the store does not make itself.
+    other = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
+    await other.connect();
+  });
+  after(async () => {
+    await other.end();
+    await store.close();
+    await drop();
+  });
+
+  /** A key whose lookup this store remembers: one read after another leaves the database alone. */
+  async function rememberedKey(name: string): Promise<{ hash: string; id: string }> {
+    const account = await store.createAccount(name, 'free');
+    const hash = `hash-${name}`;
+    const key = await store.createKey({ accountId: account.id, name: null, prefix: 'rp_x', secretHash: hash });
+    // The last-use time is not part of what a lookup must see at once: once a lookup is
+    // remembered, a time written since does not show until the next change.
+    const remembered = await eventually(async () => {
+      await store.findKeyByHash(hash);
+      const stamp = new Date().toISOString();
+      await other.query('UPDATE api_keys SET last_used_at = $1 WHERE id = $2', [stamp, key.id]);
+      return (await store.findKeyByHash(hash))?.key.lastUsedAt !== stamp;
+    });
+    assert.ok(remembered, 'the lookup is served from memory');
+    return { hash, id: key.id };
+  }
+
+  test('a key revoked elsewhere is refused once the change is announced', async () => {
+    const { hash, id } = await rememberedKey('revoked-elsewhere');
+    await other.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [new Date().toISOString(), id]);
+    assert.ok(await eventually(async () => (await store.findKeyByHash(hash))?.key.revokedAt != null));
+  });
+
+  test("an account's plan changed elsewhere shows once the change is announced", async () => {
+    const { hash } = await rememberedKey('replanned');
+    await other.query("UPDATE accounts SET plan = 'pro' WHERE name = 'replanned'");
+    assert.ok(await eventually(async () => (await store.findKeyByHash(hash))?.account.plan === 'pro'));
+  });
+
+  test('a key revoked through this store is refused at once', async () => {
+    const { hash, id } = await rememberedKey('revoked-here');
+    await store.revokeKey(id);
+    assert.ok((await store.findKeyByHash(hash))?.key.revokedAt);
+  });
+});

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { AUTH_CHANNEL, KeyCache } from './pg-key-cache.ts';
 import type { Message } from '../cache/canonical.ts';
 import { bufferToVector, newId, ORDER_SQL, vectorToBuffer } from './ids.ts';
 import type {
@@ -108,6 +109,20 @@ const MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX sessions_expiry ON sessions(expires_at);`,
   `ALTER TABLE entries ADD COLUMN lookup_ms_total DOUBLE PRECISION NOT NULL DEFAULT 0;`,
+  // Every change to what a key lookup returns bumps the version and is announced, so nodes can
+  // remember key lookups (see KeyCache); also when made by hand in psql.
+  `CREATE TABLE auth_version (id INTEGER PRIMARY KEY CHECK (id = 1), v BIGINT NOT NULL);
+   INSERT INTO auth_version (id, v) VALUES (1, 0);
+   CREATE FUNCTION auth_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     EXECUTE format('UPDATE %I.auth_version SET v = v + 1 WHERE id = 1', TG_TABLE_SCHEMA);
+     PERFORM pg_notify('${AUTH_CHANNEL}', TG_TABLE_SCHEMA);
+     RETURN NULL;
+   END $$;
+   CREATE TRIGGER api_keys_auth_changed AFTER UPDATE OF account_id, secret_hash, revoked_at OR DELETE ON api_keys
+     FOR EACH STATEMENT EXECUTE FUNCTION auth_changed();
+   CREATE TRIGGER accounts_auth_changed AFTER UPDATE OF name, plan, created_at, default_threshold, entry_ttl_seconds OR DELETE ON accounts
+     FOR EACH STATEMENT EXECUTE FUNCTION auth_changed();`,
 ];
 
 /** The channel on which entry changes are announced (payload: the change sequence). */
@@ -197,6 +212,7 @@ export class PostgresStore implements Store {
   /** Connections whose commits do not wait for the WAL flush: for counters only. */
   private readonly counters: pg.Pool;
   readonly schema: string;
+  private readonly keys: KeyCache<{ key: ApiKey; account: Account }>;
 
   private constructor(url: string, opts: PostgresOptions) {
     this.schema = opts.schema ?? 'public';
@@ -216,6 +232,7 @@ export class PostgresStore implements Store {
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
     this.counters.on('error', () => undefined);
+    this.keys = new KeyCache(url, this.schema, async () => String((await this.q('SELECT v FROM auth_version WHERE id = 1'))[0]?.v));
   }
 
   static async open(url: string, opts: PostgresOptions = {}): Promise<PostgresStore> {
@@ -326,6 +343,7 @@ export class PostgresStore implements Store {
     if (sets.length > 0) {
       args.push(id);
       await this.q(`UPDATE accounts SET ${sets.join(', ')} WHERE id = $${args.length}`, args);
+      this.keys.invalidate();
     }
     return this.getAccount(id);
   }
@@ -348,6 +366,9 @@ export class PostgresStore implements Store {
   }
 
   async findKeyByHash(secretHash: string): Promise<{ key: ApiKey; account: Account } | null> {
+    const cached = this.keys.get(secretHash);
+    if (cached) return cached;
+    const token = this.keys.token();
     const rows = await this.q(
       `SELECT k.*, a.name AS a_name, a.plan AS a_plan, a.created_at AS a_created_at,
               a.default_threshold AS a_default_threshold, a.entry_ttl_seconds AS a_entry_ttl_seconds
@@ -356,7 +377,7 @@ export class PostgresStore implements Store {
     );
     const r = rows[0];
     if (!r) return null;
-    return {
+    const found = {
       key: toKey(r),
       account: toAccount({
         id: r.account_id,
@@ -367,6 +388,8 @@ export class PostgresStore implements Store {
         entry_ttl_seconds: r.a_entry_ttl_seconds,
       }),
     };
+    this.keys.set(secretHash, found, token);
+    return found;
   }
 
   async getKey(id: string): Promise<ApiKey | null> {
@@ -383,6 +406,7 @@ export class PostgresStore implements Store {
       `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 AND ($3::text IS NULL OR account_id = $3) RETURNING *`,
       [id, new Date().toISOString(), accountId ?? null],
     );
+    this.keys.invalidate();
     return rows[0] ? toKey(rows[0]) : null;
   }
 
@@ -641,6 +665,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.keys.close();
     await this.counters.end();
     await this.pool.end();
   }
