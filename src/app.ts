@@ -118,6 +118,24 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
   app.removeContentTypeParser('text/plain');
+  // Fastify's JSON parser refuses `__proto__` and `constructor.prototype` keys (they could
+  // poison prototypes) with the same error as a syntax error; say which it was.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
+    json(request, text, (err: Error | null, value?: unknown) => {
+      if (err && (err as FastifyError).code === 'FST_ERR_CTP_INVALID_JSON_BODY' && isJson(text)) {
+        done(
+          new ApiError('INVALID_INPUT', 'The request body has a "__proto__" or "constructor.prototype" key, which is not accepted', {
+            field: 'body',
+            expected: 'a JSON object without "__proto__" or "constructor.prototype" keys',
+            received: 'such a key',
+          }),
+          undefined,
+        );
+      } else done(err, value);
+    });
+  });
   app.decorateRequest('account', null);
   app.decorateRequest('apiKey', null);
 
@@ -200,6 +218,15 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   return app;
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function toApiError(err: FastifyError, request: FastifyRequest): ApiError {

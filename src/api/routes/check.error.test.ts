@@ -103,6 +103,22 @@ describe('POST /api/v1/check: invalid input', () => {
     assertError(res, 400, 'INVALID_INPUT', 'body');
   });
 
+  test('a body with a __proto__ or constructor.prototype key is a 400 that says so', async () => {
+    for (const payload of [
+      '{"messages":[{"role":"user","content":"a"}],"__proto__":{"x":1}}',
+      '{"messages":[],"constructor":{"prototype":{}}}',
+    ]) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/check',
+        payload,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      });
+      const body = assertError(res, 400, 'INVALID_INPUT', 'body');
+      assert.match(body.error.message, /__proto__/);
+    }
+  });
+
   test('a JSON body that is not an object is a 400', async () => {
     const res = await t.post('/api/v1/check', [user('a')], key);
     assertError(res, 400, 'INVALID_INPUT', 'body');
