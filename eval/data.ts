@@ -26,13 +26,18 @@ export function pairFiles(dir: string): string[] {
     .map((f) => path.join(dir, f));
 }
 
+/**
+ * The labelled pairs of a file. Rows scored 0–5 instead of labelled (STS-B) count as the same
+ * meaning from 4 ("mostly equivalent") up and as different below 3; rows in between are left out.
+ */
 export function loadPairs(file: string, limit?: number): Pair[] {
   const rows: Pair[] = [];
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (!line.trim()) continue;
     const r = JSON.parse(line) as Partial<Pair> & { score?: number };
-    if (r.a === undefined || r.b === undefined || (r.label !== 0 && r.label !== 1)) continue;
-    rows.push({ a: r.a, b: r.b, label: r.label, source: r.source ?? path.basename(file) });
+    const label = r.label ?? (typeof r.score === 'number' ? (r.score >= 4 ? 1 : r.score < 3 ? 0 : undefined) : undefined);
+    if (r.a === undefined || r.b === undefined || (label !== 0 && label !== 1)) continue;
+    rows.push({ a: r.a, b: r.b, label, source: r.source ?? path.basename(file) });
     if (limit !== undefined && rows.length >= limit) break;
   }
   return rows;
