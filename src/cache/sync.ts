@@ -10,14 +10,27 @@ export interface SyncOptions {
   onError?: (err: unknown) => void;
 }
 
+/** How long a missing change sequence number is waited for before it is taken as rolled back. */
+const GAP_WAIT_MS = 10_000;
+/**
+ * Changes before the latest at start-up that are read again: a transaction that took its
+ * sequence number before the latest may commit after the index was loaded.
+ */
+const START_LOOKBACK = 1000;
+
 /**
  * Keeps this node's vector index in step with PostgreSQL: every write appends to
  * `entry_changes` and NOTIFYs; this node LISTENs, and also polls, applying changes after the
- * last sequence it has seen. After a lost connection it reconnects and catches up from that
- * sequence, so no insert, delete or expiry is missed.
+ * last sequence up to which it has seen every number (see `advance`). After a lost connection
+ * it reconnects and catches up from that sequence, so no insert, delete or expiry is missed.
  */
 export class IndexSync {
+  /** Every change up to this sequence number has been applied (or never committed). */
   private lastSeq = 0;
+  /** Changes applied beyond `lastSeq`, past a number not seen yet. */
+  private readonly appliedAbove = new Set<number>();
+  /** Sequence numbers not seen yet, with when they were first missed. */
+  private readonly gaps = new Map<number, number>();
   private client: pg.Client | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
@@ -34,11 +47,7 @@ export class IndexSync {
 
   /** Call before loading the index: changes from here on are (re)applied, idempotently. */
   async mark(): Promise<void> {
-    this.lastSeq = await this.store.lastChange();
-  }
-
-  get seq(): number {
-    return this.lastSeq;
+    this.lastSeq = Math.max(0, (await this.store.lastChange()) - START_LOOKBACK);
   }
 
   async start(): Promise<void> {
@@ -84,29 +93,53 @@ export class IndexSync {
       });
   }
 
-  /** Resolves once every change committed before the call has been applied. */
-  async settle(): Promise<void> {
-    const target = await this.store.lastChange();
-    while (this.lastSeq < target && !this.stopped) {
-      this.poke();
-      await (this.running ?? Promise.resolve());
+  private async catchUp(): Promise<void> {
+    let cursor = this.lastSeq;
+    for (;;) {
+      const changes = await this.store.changesSince(cursor, 1000);
+      if (changes.length === 0) break;
+      const nowIso = new Date().toISOString();
+      for (const c of changes) {
+        cursor = c.seq;
+        if (this.appliedAbove.has(c.seq)) continue;
+        const partition = partitionOf(c.accountId, c.contextHash);
+        if (c.op === 'delete') this.index.remove(partition, c.entryId);
+        else if (c.vector && c.vector.embedderId === this.embedder.id && (c.vector.expiresAt === null || c.vector.expiresAt > nowIso)) {
+          this.index.add(partition, c.entryId, c.vector.vector);
+        }
+        this.appliedAbove.add(c.seq);
+      }
+    }
+    this.advance(Date.now());
+  }
+
+  /**
+   * Moves `lastSeq` over every change applied since, up to the first sequence number not seen
+   * yet. Sequence numbers are taken in one order and committed in another: a change can become
+   * visible after a later one, so a missing number is waited for (changes after it are applied
+   * meanwhile, once) until `GAP_WAIT_MS` have passed since it was first missed; after that it is
+   * taken to be a transaction that never committed.
+   */
+  private advance(now: number): void {
+    let next = this.lastSeq + 1;
+    for (;;) {
+      if (this.appliedAbove.delete(next)) {
+        this.gaps.delete(next);
+        this.lastSeq = next++;
+        continue;
+      }
+      if (!this.hasAbove(next)) break;
+      const since = this.gaps.get(next) ?? now;
+      this.gaps.set(next, since);
+      if (now - since < GAP_WAIT_MS) break;
+      this.gaps.delete(next);
+      this.lastSeq = next++;
     }
   }
 
-  private async catchUp(): Promise<void> {
-    for (;;) {
-      const changes = await this.store.changesSince(this.lastSeq, 1000);
-      if (changes.length === 0) return;
-      const now = new Date().toISOString();
-      for (const c of changes) {
-        const partition = partitionOf(c.accountId, c.contextHash);
-        if (c.op === 'delete') this.index.remove(partition, c.entryId);
-        else if (c.vector && c.vector.embedderId === this.embedder.id && (c.vector.expiresAt === null || c.vector.expiresAt > now)) {
-          this.index.add(partition, c.entryId, c.vector.vector);
-        }
-        this.lastSeq = c.seq;
-      }
-    }
+  private hasAbove(seq: number): boolean {
+    for (const s of this.appliedAbove) if (s > seq) return true;
+    return false;
   }
 
   async stop(): Promise<void> {
