@@ -4,9 +4,8 @@ import pg from 'pg';
 import { closeSharedEmbedder, sharedEmbedder } from '../../test/helpers.ts';
 import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
 import type { Embedder } from '../embedding/interface.ts';
-import { vectorToBuffer } from '../store/ids.ts';
 import type { Account } from '../store/interface.ts';
-import { CHANGES_CHANNEL, PostgresStore } from '../store/postgres.ts';
+import { PostgresStore } from '../store/postgres.ts';
 import { BruteForceIndex } from '../vector/brute.ts';
 import { partitionOf } from './context.ts';
 import { IndexSync } from './sync.ts';
@@ -62,49 +61,38 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
   }
 
   test('a change committed after a later one is still applied', async () => {
-    // A store whose transaction took its change number first and commits last, as two nodes
-    // storing at the same moment can.
-    const slowVector = await vectorOf('Which planet is the largest?');
-    const slow = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
-    await slow.connect();
+    // A store whose transaction takes its change number first and commits last, as two nodes
+    // storing at the same moment can: a trigger holds it, after its change is numbered, until
+    // this session lets go of a lock.
+    const other = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+    await other.connect();
     try {
-      await slow.query('BEGIN');
-      const e = newEntry('Which planet is the largest?', slowVector);
-      const { rows } = await slow.query(
-        `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text, answer, model,
-                              tokens, embedder_id, vector, prefix_vector, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULL, $13, NULL) RETURNING id`,
-        [
-          e.accountId,
-          e.exactHash,
-          e.contextHash,
-          e.prefixHash,
-          JSON.stringify(e.messages),
-          e.queryText,
-          e.prefixText,
-          e.answer,
-          e.model,
-          e.tokens,
-          e.embedderId,
-          vectorToBuffer(slowVector),
-          e.createdAt,
-        ],
-      );
-      const slowId = Number(rows[0].id);
-      const change = await slow.query(
-        "INSERT INTO entry_changes (entry_id, op, account_id, context_hash) VALUES ($1, 'put', $2, 'ctx') RETURNING seq",
-        [slowId, account.id],
-      );
+      await other.query(`CREATE FUNCTION hold_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF EXISTS (SELECT 1 FROM entries WHERE id = NEW.entry_id AND exact_hash = 'hash-slow') THEN
+            PERFORM pg_advisory_xact_lock(4242);
+          END IF;
+          RETURN NULL;
+        END $$`);
+      await other.query('CREATE TRIGGER hold_slow AFTER INSERT ON entry_changes FOR EACH ROW EXECUTE FUNCTION hold_slow()');
+      await other.query('SELECT pg_advisory_lock(4242)');
+      const slowVector = await vectorOf('Which planet is the largest?');
+      const slow = store.putEntry({ ...newEntry('Which planet is the largest?', slowVector), exactHash: 'hash-slow' });
+      const held = await eventually(async () => {
+        const { rows } = await other.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+        return rows[0].n > 0;
+      });
+      assert.ok(held, 'the slow store is numbered and waiting');
 
       const fastVector = await vectorOf('How do volcanoes form?');
       const fast = await store.putEntry(newEntry('How do volcanoes form?', fastVector));
       assert.ok(await eventually(async () => has(fast.id, fastVector)), 'the later change is applied');
 
-      await slow.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, String(change.rows[0].seq)]);
-      await slow.query('COMMIT');
-      assert.ok(await eventually(async () => has(slowId, slowVector)), 'the earlier change, committed last, is applied too');
+      await other.query('SELECT pg_advisory_unlock(4242)');
+      const slowEntry = await slow;
+      assert.ok(await eventually(async () => has(slowEntry.id, slowVector)), 'the earlier change, committed last, is applied too');
     } finally {
-      await slow.end();
+      await other.end();
     }
   });
 });
