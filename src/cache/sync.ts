@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Embedder } from '../embedding/interface.ts';
-import { CHANGES_CHANNEL, type PostgresStore } from '../store/postgres.ts';
+import type { VectorRow } from '../store/interface.ts';
+import { CHANGES_CHANNEL, type EntryChange, type PostgresStore } from '../store/postgres.ts';
 import type { VectorIndex } from '../vector/interface.ts';
 import { partitionOf } from './context.ts';
 
@@ -12,6 +13,8 @@ export interface SyncOptions {
 
 /** How long a missing change sequence number is waited for before it is taken as rolled back. */
 const GAP_WAIT_MS = 10_000;
+/** A jump of more numbers than this at once is not waited for (no writer holds that many open). */
+const MAX_GAPS = 10_000;
 /**
  * Changes before the latest at start-up that are read again: a transaction that took its
  * sequence number before the latest may commit after the index was loaded.
@@ -29,6 +32,8 @@ export class IndexSync {
   private lastSeq = 0;
   /** Changes applied beyond `lastSeq`, past a number not seen yet. */
   private readonly appliedAbove = new Set<number>();
+  /** The highest sequence number applied. */
+  private highest = 0;
   /** Sequence numbers not seen yet, with when they were first missed. */
   private readonly gaps = new Map<number, number>();
   private client: pg.Client | null = null;
@@ -94,52 +99,51 @@ export class IndexSync {
   }
 
   private async catchUp(): Promise<void> {
-    let cursor = this.lastSeq;
+    // Numbers missed before may have committed since.
+    if (this.gaps.size > 0) this.apply(await this.store.changesAt([...this.gaps.keys()]));
     for (;;) {
-      const changes = await this.store.changesSince(cursor, 1000);
+      const changes = await this.store.changesSince(Math.max(this.lastSeq, this.highest), 1000);
       if (changes.length === 0) break;
-      const nowIso = new Date().toISOString();
-      for (const c of changes) {
-        cursor = c.seq;
-        if (this.appliedAbove.has(c.seq)) continue;
-        const partition = partitionOf(c.accountId, c.contextHash);
-        if (c.op === 'delete') this.index.remove(partition, c.entryId);
-        else if (c.vector && c.vector.embedderId === this.embedder.id && (c.vector.expiresAt === null || c.vector.expiresAt > nowIso)) {
-          this.index.add(partition, c.entryId, c.vector.vector);
-        }
-        this.appliedAbove.add(c.seq);
-      }
+      this.apply(changes);
     }
     this.advance(Date.now());
   }
 
-  /**
-   * Moves `lastSeq` over every change applied since, up to the first sequence number not seen
-   * yet. Sequence numbers are taken in one order and committed in another: a change can become
-   * visible after a later one, so a missing number is waited for (changes after it are applied
-   * meanwhile, once) until `GAP_WAIT_MS` have passed since it was first missed; after that it is
-   * taken to be a transaction that never committed.
-   */
-  private advance(now: number): void {
-    let next = this.lastSeq + 1;
-    for (;;) {
-      if (this.appliedAbove.delete(next)) {
-        this.gaps.delete(next);
-        this.lastSeq = next++;
-        continue;
+  private apply(changes: readonly (EntryChange & { vector: VectorRow | null })[]): void {
+    const now = Date.now();
+    const nowIso = new Date(now).toISOString();
+    for (const c of changes) {
+      if (c.seq <= this.lastSeq || this.appliedAbove.has(c.seq)) continue;
+      const partition = partitionOf(c.accountId, c.contextHash);
+      if (c.op === 'delete') this.index.remove(partition, c.entryId);
+      else if (c.vector && c.vector.embedderId === this.embedder.id && (c.vector.expiresAt === null || c.vector.expiresAt > nowIso)) {
+        this.index.add(partition, c.entryId, c.vector.vector);
       }
-      if (!this.hasAbove(next)) break;
-      const since = this.gaps.get(next) ?? now;
-      this.gaps.set(next, since);
-      if (now - since < GAP_WAIT_MS) break;
-      this.gaps.delete(next);
-      this.lastSeq = next++;
+      this.appliedAbove.add(c.seq);
+      this.gaps.delete(c.seq);
+      // Numbers skipped on the way here are changes not committed yet, or never to be.
+      const from = Math.max(this.lastSeq, this.highest) + 1;
+      if (c.seq - from <= MAX_GAPS) for (let s = from; s < c.seq; s++) this.gaps.set(s, now);
+      this.highest = Math.max(this.highest, c.seq);
     }
   }
 
-  private hasAbove(seq: number): boolean {
-    for (const s of this.appliedAbove) if (s > seq) return true;
-    return false;
+  /**
+   * Moves `lastSeq` over every number applied since, up to the first one missing. Sequence
+   * numbers are taken in one order and committed in another: a change can become visible after
+   * a later one, so a missing number is looked for again (changes after it are applied meanwhile)
+   * until `GAP_WAIT_MS` have passed since it was first missed; then it is taken to be a
+   * transaction that never committed.
+   */
+  private advance(now: number): void {
+    for (let next = this.lastSeq + 1; next <= this.highest; next++) {
+      if (!this.appliedAbove.delete(next)) {
+        const since = this.gaps.get(next);
+        if (since !== undefined && now - since < GAP_WAIT_MS) return;
+        this.gaps.delete(next);
+      }
+      this.lastSeq = next;
+    }
   }
 
   async stop(): Promise<void> {

@@ -573,11 +573,21 @@ export class PostgresStore implements Store {
 
   /** Changes after `seq`, oldest first, with the vectors of entries still present. */
   async changesSince(seq: number, limit = 1000): Promise<(EntryChange & { vector: VectorRow | null })[]> {
+    return this.changesWhere('c.seq > $1 ORDER BY c.seq LIMIT $2', [seq, limit]);
+  }
+
+  /** The changes of these sequence numbers that are committed. */
+  async changesAt(seqs: readonly number[]): Promise<(EntryChange & { vector: VectorRow | null })[]> {
+    return this.changesWhere('c.seq = ANY($1::bigint[]) ORDER BY c.seq', [seqs]);
+  }
+
+  /** Changes, each with the current vector of its entry when it is a put. */
+  private async changesWhere(where: string, args: unknown[]): Promise<(EntryChange & { vector: VectorRow | null })[]> {
     const rows = await this.q(
       `SELECT c.seq, c.entry_id, c.op, c.account_id, c.context_hash, e.embedder_id, e.vector, e.expires_at
          FROM entry_changes c LEFT JOIN entries e ON e.id = c.entry_id AND c.op = 'put'
-        WHERE c.seq > $1 ORDER BY c.seq LIMIT $2`,
-      [seq, limit],
+        WHERE ${where}`,
+      args,
     );
     return rows.map((r) => ({
       seq: num(r.seq),
