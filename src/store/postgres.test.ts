@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
 import { storeConformance } from './conformance.ts';
-import { PostgresStore } from './postgres.ts';
+import { CHANGES_KEPT_DAYS, PostgresStore } from './postgres.ts';
 
 storeConformance(
   'PostgreSQL',
@@ -64,5 +64,38 @@ describe('PostgreSQL key lookups', { skip: skipReason('DATABASE_URL') }, () => {
     const { hash, id } = await rememberedKey('revoked-here');
     await store.revokeKey(id);
     assert.ok((await store.findKeyByHash(hash))?.key.revokedAt);
+  });
+});
+
+describe('PostgreSQL change log', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  let store: PostgresStore;
+  let other: pg.Client;
+  before(async () => {
+    store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+    other = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
+    await other.connect();
+  });
+  after(async () => {
+    await other.end();
+    await store.close();
+    await drop();
+  });
+
+  test(`the expiry sweep removes changes older than ${CHANGES_KEPT_DAYS} days and keeps the rest`, async () => {
+    await other.query(
+      `INSERT INTO entry_changes (entry_id, op, account_id, context_hash, at) VALUES
+         (1, 'put', 'acc', 'ctx', now() - make_interval(days => $1 + 1)),
+         (2, 'put', 'acc', 'ctx', now() - make_interval(days => $1 + 1)),
+         (3, 'put', 'acc', 'ctx', now() - make_interval(days => $1 - 1)),
+         (4, 'put', 'acc', 'ctx', now())`,
+      [CHANGES_KEPT_DAYS],
+    );
+    await store.deleteExpired(new Date().toISOString(), 1000);
+    const { rows } = await other.query('SELECT entry_id FROM entry_changes ORDER BY seq');
+    assert.deepEqual(
+      rows.map((r) => Number(r.entry_id)),
+      [3, 4],
+    );
   });
 });

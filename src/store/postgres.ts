@@ -127,6 +127,8 @@ const MIGRATIONS: readonly string[] = [
 
 /** The channel on which entry changes are announced (payload: the change sequence). */
 export const CHANGES_CHANNEL = 'reprise_entry_changes';
+/** Entry changes older than this are removed by the expiry sweep, oldest first. */
+export const CHANGES_KEPT_DAYS = 7;
 
 export interface EntryChange {
   seq: number;
@@ -550,6 +552,12 @@ export class PostgresStore implements Store {
       await this.recordChange(
         c,
         gone.map((g) => ({ entryId: g.id, op: 'delete' as const, accountId: g.accountId, contextHash: g.contextHash })),
+      );
+      // The change log is read by nodes catching up; a week back is far more than any needs.
+      await c.query(
+        `DELETE FROM entry_changes WHERE seq IN (SELECT seq FROM entry_changes ORDER BY seq LIMIT $1)
+           AND at < now() - make_interval(days => $2)`,
+        [limit, CHANGES_KEPT_DAYS],
       );
       return gone;
     });
