@@ -35,3 +35,11 @@ export const sha256Hex: (text: string) => string =
 export function promptHash(messages: readonly Message[]): string {
   return sha256Hex(canonicalMessages(messages));
 }
+
+/**
+ * The key an entry is stored and looked up under: `promptHash`, with the namespace when there
+ * is one, so each namespace keeps its own entry of the same conversation.
+ */
+export function entryKey(promptHash: string, namespace: string | undefined): string {
+  return namespace ? sha256Hex(`${namespace}\u0000${promptHash}`) : promptHash;
+}

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Embedder } from '../embedding/interface.ts';
 import type { Account, Entry, EntryHead, Store, UsageDelta } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
-import { promptHash, type Message } from './canonical.ts';
+import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, partitionOf, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, runnerUpOf, type HitScorer } from './scorer.ts';
@@ -157,10 +157,11 @@ export class CacheService {
     const nowIso = isoAt(this.now());
     if (!exactChecked) return this.afterExact(account, input, hash, nowIso, t0, false);
     const store = this.deps.store;
+    const key = entryKey(hash, input.namespace);
     if (store.getEntryByHashSync === undefined) {
-      return store.getEntryByHash(account.id, hash).then((entry) => this.exactOrNext(account, input, entry, hash, nowIso, t0));
+      return store.getEntryByHash(account.id, key).then((entry) => this.exactOrNext(account, input, entry, hash, nowIso, t0));
     }
-    return this.exactOrNext(account, input, store.getEntryByHashSync(account.id, hash), hash, nowIso, t0);
+    return this.exactOrNext(account, input, store.getEntryByHashSync(account.id, key), hash, nowIso, t0);
   }
 
   /** The exact hit if `entry` is one, or the rest of the check. */
@@ -179,10 +180,11 @@ export class CacheService {
   }
 
   /**
-   * Whether an entry of the same exact hash was stored in the request's namespace. Same exact
-   * hash means the same messages, so only the namespace can differ, and its context hash says
-   * which. A namespace found to match is remembered with the entry (cached entries are shared
-   * objects, and one stored again is a new object), so repeated hits hash nothing.
+   * Whether an entry found under the request's key was stored in the request's namespace. Keys
+   * include the namespace, but entries stored before they did were keyed by the prompt hash
+   * alone whatever their namespace; the context hash says which. A namespace found to match is
+   * remembered with the entry (cached entries are shared objects, and one stored again is a new
+   * object), so repeated hits hash nothing.
    */
   private sameNamespace(entry: EntryHead, input: CheckInput): boolean {
     const namespace = input.namespace ?? '';
@@ -343,7 +345,7 @@ export class CacheService {
     const ttl = input.ttlSeconds ?? account.entryTtlSeconds ?? this.deps.entryTtlSeconds;
     const entry = await this.deps.store.putEntry({
       accountId: account.id,
-      exactHash: hash,
+      exactHash: entryKey(hash, input.namespace),
       contextHash: key.contextHash,
       prefixHash: key.prefixHash,
       messages: input.messages.map((m) => ({ role: m.role, content: m.content })),

@@ -25,6 +25,7 @@ export interface ApiKey {
 /** What a store call writes. `vector` and `prefixVector` are unit vectors of `embedderId`. */
 export interface NewEntry {
   accountId: string;
+  /** The exact lookup key (`entryKey`): the prompt hash, with the namespace when there is one. */
   exactHash: string;
   /** Partition of semantic matching: account scope, system messages and turn count. */
   contextHash: string;

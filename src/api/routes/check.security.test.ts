@@ -127,10 +127,28 @@ describe('isolation between accounts', () => {
     assert.equal((await t.post('/api/v1/check', { messages, namespace: 'team-b' }, key)).json().cache_hit, false);
     assert.equal((await t.post('/api/v1/check', { messages }, key)).json().cache_hit, false);
     assert.equal((await t.post('/api/v1/check', { messages, namespace: 'team-a' }, key)).json().answer, 'team-a summary');
-    // Stored again without a namespace, the conversation's one entry moves out of team-a.
-    await t.post('/api/v1/store', { messages, answer: 'shared summary' }, key);
-    assert.equal((await t.post('/api/v1/check', { messages }, key)).json().answer, 'shared summary');
-    const moved = (await t.post('/api/v1/check', { messages, namespace: 'team-a' }, key)).json();
-    assert.equal(moved.cache_hit, false, JSON.stringify(moved));
+  });
+
+  test('each namespace keeps its own entry of the same conversation', async () => {
+    const key = await t.key();
+    const messages = [user('Draft the release notes')];
+    const a = (await t.post('/api/v1/store', { messages, answer: 'notes for team-a', namespace: 'team-a' }, key)).json();
+    const b = (await t.post('/api/v1/store', { messages, answer: 'notes for team-b', namespace: 'team-b' }, key)).json();
+    const shared = (await t.post('/api/v1/store', { messages, answer: 'shared notes' }, key)).json();
+    assert.equal(new Set([a.entry_id, b.entry_id, shared.entry_id]).size, 3);
+    // The prompt hash is the conversation's, whatever the namespace.
+    assert.equal(a.prompt_hash, b.prompt_hash);
+    assert.equal(a.prompt_hash, shared.prompt_hash);
+    for (const [namespace, answer] of [
+      ['team-a', 'notes for team-a'],
+      ['team-b', 'notes for team-b'],
+      [undefined, 'shared notes'],
+    ] as const) {
+      const hit = (await t.post('/api/v1/check', { messages, namespace }, key)).json();
+      assert.equal(hit.cache_type, 'exact', `namespace ${namespace}`);
+      assert.equal(hit.answer, answer);
+    }
+    const detail = (await t.get(`/api/v1/entries/${b.entry_id}`, key)).json();
+    assert.equal(detail.prompt_hash, a.prompt_hash);
   });
 });

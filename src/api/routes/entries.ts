@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { promptHash } from '../../cache/canonical.ts';
 import type { Entry, EntryOrder } from '../../store/interface.ts';
 import type { AppContext } from '../context.ts';
 import { ApiError, invalid } from '../errors.ts';
@@ -44,7 +45,7 @@ export function entrySummary(e: Entry, pendingHits = 0) {
 }
 
 export function entryDetail(e: Entry, pendingHits = 0) {
-  return { ...entrySummary(e, pendingHits), messages: e.messages, prompt_hash: e.exactHash };
+  return { ...entrySummary(e, pendingHits), messages: e.messages, prompt_hash: promptHash(e.messages) };
 }
 
 /** A page of an account's entries in the spec's list shape. */
