@@ -234,7 +234,7 @@ export class CacheService {
   ): Promise<{ entry: Entry; score: number } | null> {
     const embedder = this.deps.embedder as Embedder;
     const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
-    const [vector, prefixVector] = await embedder.embed(texts);
+    const [vector, prefixVector] = await embedder.embed(texts, account.id);
     await this.turns.next();
     if (!vector) return null;
     const neighbours = this.deps.index.search(partitionOf(account.id, key.contextHash), vector, CANDIDATES);
@@ -336,7 +336,7 @@ export class CacheService {
     let prefixVector: Float32Array | null = null;
     if (embedder) {
       const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
-      const vs = await embedder.embed(texts);
+      const vs = await embedder.embed(texts, account.id);
       await this.turns.next();
       vector = vs[0] ?? null;
       prefixVector = vs[1] ?? null;

@@ -39,6 +39,16 @@ describe('USE-lite embedder', () => {
     one.forEach((v, i) => assert.ok(dot(v, together[i] as Float32Array) > 0.9999, `text ${i}`));
   });
 
+  test('a text remembered for one account is embedded afresh for another', async () => {
+    const [first] = await e.embed(['Which account asked this?'], 'account-a');
+    const [again] = await e.embed(['Which account asked this?'], 'account-a');
+    const [other] = await e.embed(['Which account asked this?'], 'account-b');
+    assert.ok(first && again && other);
+    assert.equal(again, first, 'the same account is answered from memory');
+    assert.notEqual(other, first, 'another account is not');
+    assert.ok(dot(other, first) > 0.9999);
+  });
+
   test('empty and very long texts embed to unit vectors', async () => {
     const long = 'The quick brown fox jumps over the lazy dog. '.repeat(400);
     const [empty, big] = await e.embed(['', long]);

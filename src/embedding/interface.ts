@@ -11,8 +11,12 @@ export interface Embedder {
   readonly backend?: string;
   /** Largest number of texts it takes in one call. Callers may pass more; it splits them. */
   readonly maxBatch: number;
-  /** Embeds texts; each returned vector is L2-normalised (norm 1). Order follows `texts`. */
-  embed(texts: readonly string[]): Promise<Float32Array[]>;
+  /**
+   * Embeds texts; each returned vector is L2-normalised (norm 1). Order follows `texts`. An
+   * embedder that remembers recent results keeps those of each `scope` (an account) apart, so
+   * how fast a text comes back says nothing about what another account has asked.
+   */
+  embed(texts: readonly string[], scope?: string): Promise<Float32Array[]>;
   /** Releases workers and handles. */
   close(): Promise<void>;
 }

@@ -122,32 +122,33 @@ class UseLitePool implements Embedder {
     }
   }
 
-  private one(text: string): Promise<Float32Array> {
-    const known = this.memo.get(text);
+  private one(text: string, scope: string | undefined): Promise<Float32Array> {
+    const key = scope === undefined ? text : `${scope}\u0000${text}`;
+    const known = this.memo.get(key);
     if (known) return Promise.resolve(known);
-    const running = this.inflight.get(text);
+    const running = this.inflight.get(key);
     if (running) return running;
     const p = new Promise<Float32Array>((resolve, reject) => {
       this.queue.push({ text, resolve, reject });
     }).then(
       (v) => {
-        this.inflight.delete(text);
+        this.inflight.delete(key);
         // Long texts are not memoised: the memo stays bounded in bytes (10,000 × 4 KB keys at most).
-        if (text.length <= 4096) this.memo.set(text, v);
+        if (text.length <= 4096) this.memo.set(key, v);
         return v;
       },
       (err: unknown) => {
-        this.inflight.delete(text);
+        this.inflight.delete(key);
         throw err;
       },
     );
-    this.inflight.set(text, p);
+    this.inflight.set(key, p);
     return p;
   }
 
-  async embed(texts: readonly string[]): Promise<Float32Array[]> {
+  async embed(texts: readonly string[], scope?: string): Promise<Float32Array[]> {
     if (this.closed) throw new Error('embedder is closed');
-    const all = Promise.all(texts.map((t) => this.one(t)));
+    const all = Promise.all(texts.map((t) => this.one(t, scope)));
     this.pump();
     return all;
   }
