@@ -90,6 +90,29 @@ describe('dashboard API', () => {
     assert.equal(wrong.statusCode, 403);
   });
 
+  test('odd headers and names are 4xx: a null Origin, a cookie that is not percent-encoding, a NUL in the name', async () => {
+    const s = await signIn();
+    // Sandboxed pages send `Origin: null`: not this host, so refused like any other origin.
+    const nullOrigin = await t.app.inject({
+      method: 'PUT',
+      url: '/dashboard/api/settings',
+      payload: { default_threshold: 0.9 },
+      headers: { cookie: s.cookie, 'x-csrf-token': s.csrf, origin: 'null' },
+    });
+    assert.equal(nullOrigin.statusCode, 403, nullOrigin.body);
+    assert.equal(nullOrigin.json().error.code, 'FORBIDDEN');
+    const badCookie = await t.app.inject({ method: 'GET', url: '/dashboard/api/me', headers: { cookie: 'reprise_session=%E0%A4%A' } });
+    assert.equal(badCookie.statusCode, 401, badCookie.body);
+    const nul = await t.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { account: 'da\u0000sh', password: 'x' },
+      remoteAddress: '198.51.100.9',
+    });
+    assert.equal(nul.statusCode, 400, nul.body);
+    assert.equal(nul.json().error.details.field, 'account');
+  });
+
   test('keys: generate (secret once), list, revoke; the API refuses a revoked key at once', async () => {
     const s = await signIn();
     const created = await call('POST', '/dashboard/api/keys', s, { name: 'from the dashboard' });

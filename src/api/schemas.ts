@@ -1,5 +1,11 @@
 import type { InputLimits } from '../config.ts';
 
+/**
+ * Text without NUL (U+0000): PostgreSQL cannot store it, and no conversation needs it, so both
+ * stores refuse it alike.
+ */
+export const NO_NUL = '^[^\\u0000]*$';
+
 /** JSON schemas of the request and response bodies; they validate requests and make /openapi.json. */
 export function messageSchema(limits: InputLimits) {
   return {
@@ -7,7 +13,7 @@ export function messageSchema(limits: InputLimits) {
     required: ['role', 'content'],
     properties: {
       role: { type: 'string', enum: ['system', 'user', 'assistant'] },
-      content: { type: 'string', maxLength: limits.messageChars },
+      content: { type: 'string', maxLength: limits.messageChars, pattern: NO_NUL },
     },
   } as const;
 }
@@ -25,6 +31,7 @@ export function messagesSchema(limits: InputLimits) {
 const namespace = {
   type: 'string',
   maxLength: 128,
+  pattern: NO_NUL,
   description: 'Extension: a scope inside the account. Entries stored in one namespace only match checks in the same one.',
 } as const;
 
@@ -43,7 +50,13 @@ export function checkBodySchema(limits: InputLimits) {
         items: { type: 'string', enum: ['exact', 'semantic'] },
       },
       namespace,
-      model: { type: 'string', minLength: 1, maxLength: 200, description: 'Extension: only match entries stored for this model.' },
+      model: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 200,
+        pattern: NO_NUL,
+        description: 'Extension: only match entries stored for this model.',
+      },
     },
   } as const;
 }
@@ -54,8 +67,8 @@ export function storeBodySchema(limits: InputLimits) {
     required: ['messages', 'answer'],
     properties: {
       messages: messagesSchema(limits),
-      answer: { type: 'string', minLength: 1, maxLength: limits.answerChars },
-      model: { type: 'string', minLength: 1, maxLength: 200, description: 'Defaults to "unknown".' },
+      answer: { type: 'string', minLength: 1, maxLength: limits.answerChars, pattern: NO_NUL },
+      model: { type: 'string', minLength: 1, maxLength: 200, pattern: NO_NUL, description: 'Defaults to "unknown".' },
       tokens_used: {
         type: 'integer',
         minimum: 0,
@@ -139,7 +152,7 @@ export const storeResponseSchema = {
     cache_types_stored: { type: 'array', items: { type: 'string', enum: ['exact', 'semantic'] } },
     storage_time_ms: { type: 'number' },
     entry_id: { type: 'integer', description: 'Extension: id of the stored entry.' },
-    prompt_hash: { type: 'string', description: 'Extension: the exact key of the stored conversation.' },
+    prompt_hash: { type: 'string', description: "Extension: the conversation's prompt_hash (as in a miss)." },
   },
 } as const;
 

@@ -1,4 +1,5 @@
 import { ApiError, describe } from './errors.ts';
+import { NO_NUL } from './schemas.ts';
 
 /** The parts of an Ajv error this module reads. */
 export interface SchemaError {
@@ -61,6 +62,8 @@ function expectation(e: SchemaError): string {
       return `a number <= ${String(p.limit)}`;
     case 'uniqueItems':
       return 'no repeated items';
+    case 'pattern':
+      return p.pattern === NO_NUL ? 'text without NUL (U+0000) characters' : `a string matching ${String(p.pattern)}`;
     default:
       return e.message ?? e.keyword;
   }

@@ -37,10 +37,24 @@ function loadAssets(): Map<string, Asset> {
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
+/** The host of an Origin header; none for `null` (sandboxed pages) or anything not a URL. */
+function originHost(origin: string): string | null {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return null;
+  }
+}
+
 function cookieValue(header: string | undefined, name: string): string | null {
   for (const part of (header ?? '').split(';')) {
     const [k, ...v] = part.trim().split('=');
-    if (k === name) return decodeURIComponent(v.join('='));
+    if (k !== name) continue;
+    try {
+      return decodeURIComponent(v.join('='));
+    } catch {
+      return null; // not valid percent-encoding: no session of ours
+    }
   }
   return null;
 }
@@ -88,10 +102,7 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (!session || !account) throw new ApiError('UNAUTHORIZED', 'Sign in to use the dashboard');
     if (request.method !== 'GET') {
       const origin = request.headers.origin;
-      if (
-        request.headers['x-csrf-token'] !== session.csrfToken ||
-        (origin !== undefined && new URL(origin).host !== request.headers.host)
-      ) {
+      if (request.headers['x-csrf-token'] !== session.csrfToken || (origin !== undefined && originHost(origin) !== request.headers.host)) {
         throw new ApiError('FORBIDDEN', 'Missing or wrong CSRF token');
       }
     }
@@ -115,7 +126,8 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     { schema: { hide: true } },
     async (request, reply) => {
       const { account: name, password } = request.body ?? {};
-      if (typeof name !== 'string' || name.length === 0 || name.length > 100) throw invalid('account', 'an account name', name);
+      if (typeof name !== 'string' || name.length === 0 || name.length > 100 || name.includes('\u0000'))
+        throw invalid('account', 'an account name', name);
       if (typeof password !== 'string' || password.length === 0 || password.length > 1000)
         throw invalid('password', 'a password', undefined);
       const gate = await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE, 0);
@@ -171,8 +183,8 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: { name?: unknown } }>('/dashboard/api/keys', { schema: { hide: true } }, async (request) => {
     const account = await signedIn(request);
     const name = request.body?.name;
-    if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > 100))
-      throw invalid('name', 'a string of at most 100 characters', name);
+    if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > 100 || name.includes('\u0000')))
+      throw invalid('name', 'a string of at most 100 characters, without NUL', name);
     const created = await createKey(ctx.store, account, typeof name === 'string' && name.trim() ? name.trim() : null);
     return {
       key: created.secret,

@@ -119,6 +119,16 @@ describe('POST /api/v1/check: invalid input', () => {
     }
   });
 
+  test('text with a NUL character is a 400 on check, store and the entry search', async () => {
+    const check = await t.post('/api/v1/check', { messages: [user('a\u0000b')] }, key);
+    const body = assertError(check, 400, 'INVALID_INPUT', 'messages[0].content');
+    assert.equal(body.error.details?.expected, 'text without NUL (U+0000) characters');
+    const store = await t.post('/api/v1/store', { messages: [user('a')], answer: 'x\u0000y' }, key);
+    assertError(store, 400, 'INVALID_INPUT', 'answer');
+    const search = await t.app.inject({ method: 'GET', url: '/api/v1/entries?q=%00', headers: { authorization: `Bearer ${key}` } });
+    assertError(search, 400, 'INVALID_INPUT', 'q');
+  });
+
   test('a JSON body that is not an object is a 400', async () => {
     const res = await t.post('/api/v1/check', [user('a')], key);
     assertError(res, 400, 'INVALID_INPUT', 'body');
