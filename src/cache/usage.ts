@@ -85,9 +85,21 @@ export class UsageRecorder {
     this.lastUsed.set(keyId, isoAt(this.now()));
   }
 
-  /** Buckets from the store with this node's unwritten counts added. */
-  async read(accountId: string, from?: string, to?: string): Promise<UsageBucket[]> {
-    await this.flushing.catch(() => undefined);
+  /**
+   * Buckets from the store with this node's unwritten counts added. A read takes its turn with
+   * the writes of counts, so a batch on its way to the store is counted once: not in memory any
+   * more, and not yet read back from the store, it would be missed.
+   */
+  read(accountId: string, from?: string, to?: string): Promise<UsageBucket[]> {
+    const result = this.flushing.catch(() => undefined).then(() => this.readNow(accountId, from, to));
+    this.flushing = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+
+  private async readNow(accountId: string, from?: string, to?: string): Promise<UsageBucket[]> {
     const rows = await this.store.getUsage(accountId, { from, to });
     const byBucket = new Map(rows.map((r) => [r.bucket, { ...r }]));
     for (const row of this.usage.values()) {
