@@ -208,12 +208,13 @@ export class CalibratedScorer implements HitScorer {
     this.input = new Float64Array((model.nets[0] as HitNet).layers[0]?.in ?? 0);
   }
 
-  private analyse(text: string): TextInfo {
-    let i = this.info.get(text);
+  private analyse(text: string, scope: string | undefined): TextInfo {
+    const key = scope === undefined ? text : `${scope}\u0000${text}`;
+    let i = this.info.get(key);
     if (!i) {
       i = analyse(text);
       // Only short texts are remembered, so the memo stays small in bytes as well as in count.
-      if (text.length <= 2048) this.info.set(text, i);
+      if (text.length <= 2048) this.info.set(key, i);
     }
     return i;
   }
@@ -222,7 +223,7 @@ export class CalibratedScorer implements HitScorer {
     // Stored texts come back as candidates again and again; a query's text seldom does, and
     // remembering each would only fill the memo (and the garbage collector's work) with them.
     const a = analyse(query.text);
-    const b = this.analyse(candidate.text);
+    const b = this.analyse(candidate.text, candidate.scope);
     if (a.normalised === b.normalised) return 1;
     const x = inputVector(this.model, pairFeatures(a, b, cosine), query.vector, candidate.vector, this.input);
     let logit = forward(this.model, x);

@@ -4,6 +4,11 @@ import type { Neighbour } from '../vector/interface.ts';
 export interface Side {
   text: string;
   vector: Float32Array;
+  /**
+   * Whose entry it is (an account): a scorer that remembers what it read of stored texts keeps
+   * each scope's apart, so how fast a check is answered says nothing about other accounts.
+   */
+  scope?: string;
 }
 
 /**

@@ -274,7 +274,7 @@ export class CacheService {
     // several equally near, less.
     const score = this.deps.scorer.score(
       { text: key.queryText, vector },
-      { text: entry.queryText, vector: entry.vector },
+      { text: entry.queryText, vector: entry.vector, scope: entry.accountId },
       cosine,
       runnerUpOf(neighbours, entry.id, cosine),
     );
@@ -292,7 +292,7 @@ export class CacheService {
     if (!prefixVector || !e.prefixVector) return 0;
     return this.deps.scorer.score(
       { text: key.prefixText, vector: prefixVector },
-      { text: e.prefixText, vector: e.prefixVector },
+      { text: e.prefixText, vector: e.prefixVector, scope: e.accountId },
       dot(prefixVector, e.prefixVector),
     );
   }
