@@ -305,7 +305,7 @@ export class CacheService {
 
   private hit(account: Account, entry: EntryHead, type: CacheType, score: number | null, t0: number): Hit {
     const lookupTimeMs = round3(performance.now() - t0);
-    const uses = this.deps.usage.hit(entry.id, lookupTimeMs);
+    const uses = this.deps.usage.hit(entry.id, entry.createdAt, lookupTimeMs);
     this.deps.usage.count(account.id, {
       requests: 1,
       exactHits: type === 'exact' ? 1 : 0,

@@ -58,16 +58,19 @@ export class UsageRecorder {
     addDelta(row, d);
   }
 
-  hit(entryId: number, lookupMs: number): number {
+  /** Counts a hit on the entry as stored at `createdAt`; returns its hits not yet written. */
+  hit(entryId: number, createdAt: string, lookupMs: number): number {
     const at = isoAt(this.now());
     const h = this.hits.get(entryId);
-    if (h) {
+    if (h && h.createdAt === createdAt) {
       h.count++;
       h.at = at;
       h.lookupMs += lookupMs;
       return h.count;
     }
-    this.hits.set(entryId, { count: 1, at, lookupMs });
+    // The first hit, or one on an answer stored since the counted ones (those are dropped).
+    if (h && h.createdAt > createdAt) return h.count;
+    this.hits.set(entryId, { count: 1, at, lookupMs, createdAt });
     return 1;
   }
 
@@ -151,12 +154,13 @@ export class UsageRecorder {
     }
   }
 
+  /** Puts back hits that could not be written (those on an answer replaced since are dropped). */
   private mergeHit(id: number, h: HitDelta): void {
     const cur = this.hits.get(id);
-    if (cur) {
+    if (cur && cur.createdAt === h.createdAt) {
       cur.count += h.count;
       cur.lookupMs += h.lookupMs;
-    } else this.hits.set(id, h);
+    } else if (!cur || cur.createdAt < h.createdAt) this.hits.set(id, h);
   }
 
   async close(): Promise<void> {

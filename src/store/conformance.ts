@@ -86,12 +86,18 @@ export function storeConformance(
         Array.from(e1.vector ?? []).map((x) => Math.round(x * 10) / 10),
         [0.6, 0.8],
       );
-      await store.recordHits(new Map([[e1.id, { count: 2, at: '2030-01-01T00:00:00.000Z', lookupMs: 3 }]]));
+      await store.recordHits(new Map([[e1.id, { count: 2, at: '2030-01-01T00:00:00.000Z', lookupMs: 3, createdAt: e1.createdAt }]]));
       assert.equal((await store.getEntry(a.id, e1.id))?.usageCount, 2);
-      const e2 = await store.putEntry(entry(a.id, { exactHash: 'same', answer: 'new' }));
+      const e2 = await store.putEntry(entry(a.id, { exactHash: 'same', answer: 'new', createdAt: '2030-01-02T00:00:00.000Z' }));
       assert.equal(e2.id, e1.id);
       assert.equal(e2.answer, 'new');
       assert.equal(e2.usageCount, 0);
+      // Hits counted on the answer before it was stored again (a batch on its way, another
+      // node's) do not land on the new one; hits on the new one do.
+      await store.recordHits(new Map([[e1.id, { count: 4, at: '2030-01-03T00:00:00.000Z', lookupMs: 3, createdAt: e1.createdAt }]]));
+      assert.equal((await store.getEntry(a.id, e1.id))?.usageCount, 0);
+      await store.recordHits(new Map([[e2.id, { count: 1, at: '2030-01-03T00:00:00.000Z', lookupMs: 3, createdAt: e2.createdAt }]]));
+      assert.equal((await store.getEntry(a.id, e1.id))?.usageCount, 1);
       assert.equal((await store.getEntryByHash(a.id, 'same'))?.answer, 'new');
       assert.equal(await store.getEntryByHash(b.id, 'same'), null);
       assert.equal(await store.getEntry(b.id, e1.id), null);
@@ -119,8 +125,8 @@ export function storeConformance(
       const all = (await store.listEntries(a.id, { page: 1, perPage: 10 })).entries;
       await store.recordHits(
         new Map([
-          [all[2]?.id ?? 0, { count: 2, at: '2030-01-01T00:00:00.000Z', lookupMs: 40 }],
-          [all[1]?.id ?? 0, { count: 5, at: '2030-01-01T00:00:00.000Z', lookupMs: 5 }],
+          [all[2]?.id ?? 0, { count: 2, at: '2030-01-01T00:00:00.000Z', lookupMs: 40, createdAt: all[2]?.createdAt ?? '' }],
+          [all[1]?.id ?? 0, { count: 5, at: '2030-01-01T00:00:00.000Z', lookupMs: 5, createdAt: all[1]?.createdAt ?? '' }],
         ]),
       );
       const slowest = await store.listEntries(a.id, { page: 1, perPage: 2, order: 'slowest' });

@@ -120,6 +120,11 @@ export interface HitDelta {
   count: number;
   at: string;
   lookupMs: number;
+  /**
+   * `createdAt` of the entry the hits were on: an entry stored again since (same id, counts
+   * reset) does not take them.
+   */
+  createdAt: string;
 }
 
 /** Durable state: accounts, keys, entries, usage. Implementations: SQLite, PostgreSQL. */

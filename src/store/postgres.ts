@@ -433,7 +433,8 @@ export class PostgresStore implements Store {
            messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
            answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
            embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
-           created_at = excluded.created_at, expires_at = excluded.expires_at, usage_count = 0, last_hit_at = NULL
+           created_at = excluded.created_at, expires_at = excluded.expires_at, usage_count = 0, last_hit_at = NULL,
+           lookup_ms_total = 0
          RETURNING *`,
         [
           e.accountId,
@@ -530,12 +531,14 @@ export class PostgresStore implements Store {
     await this.counterQuery(
       `UPDATE entries e SET usage_count = e.usage_count + h.n, last_hit_at = GREATEST(COALESCE(e.last_hit_at, ''), h.at),
               lookup_ms_total = e.lookup_ms_total + h.ms
-         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::float8[]) AS h(id, n, at, ms) WHERE e.id = h.id`,
+         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::float8[], $5::text[]) AS h(id, n, at, ms, created)
+        WHERE e.id = h.id AND e.created_at = h.created`,
       [
         ids,
         ids.map((id) => hits.get(id)?.count ?? 0),
         ids.map((id) => hits.get(id)?.at ?? ''),
         ids.map((id) => hits.get(id)?.lookupMs ?? 0),
+        ids.map((id) => hits.get(id)?.createdAt ?? ''),
       ],
     );
   }

@@ -272,7 +272,8 @@ export class SqliteStore implements Store {
            messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
            answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
            embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
-           created_at = excluded.created_at, expires_at = excluded.expires_at, usage_count = 0, last_hit_at = NULL
+           created_at = excluded.created_at, expires_at = excluded.expires_at, usage_count = 0, last_hit_at = NULL,
+           lookup_ms_total = 0
          RETURNING *`,
       ),
       entryByHash: db.prepare<[string, string], EntryRow>(
@@ -281,7 +282,7 @@ export class SqliteStore implements Store {
       entryById: db.prepare<[string, number], EntryRow>('SELECT * FROM entries WHERE account_id = ? AND id = ?'),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
       hit: db.prepare(
-        'UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ?, lookup_ms_total = lookup_ms_total + ? WHERE id = ?',
+        'UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ?, lookup_ms_total = lookup_ms_total + ? WHERE id = ? AND created_at = ?',
       ),
       addUsage: db.prepare(
         `INSERT INTO usage (account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores)
@@ -540,7 +541,7 @@ export class SqliteStore implements Store {
   async recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void> {
     this.entryCache.clear();
     this.counterTransaction(() => {
-      for (const [id, h] of hits) this.stmts.hit.run(h.count, h.at, h.lookupMs, id);
+      for (const [id, h] of hits) this.stmts.hit.run(h.count, h.at, h.lookupMs, id, h.createdAt);
     });
   }
 
