@@ -71,6 +71,21 @@ describe('dashboard API', () => {
     }
     assert.deepEqual(codes.slice(0, 10), Array(10).fill(401));
     assert.deepEqual(codes.slice(10), [429, 429]);
+    // Attempts made at the same moment are counted as they come, not after their passwords.
+    const together = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        t.app.inject({
+          method: 'POST',
+          url: '/dashboard/api/login',
+          payload: { account: 'dash', password: 'wrong' },
+          remoteAddress: '203.0.113.11',
+        }),
+      ),
+    );
+    const counts = together.reduce<Record<number, number>>((c, r) => ({ ...c, [r.statusCode]: (c[r.statusCode] ?? 0) + 1 }), {});
+    assert.deepEqual(counts, { 401: 10, 429: 10 });
+    // Successful sign-ins do not use up the attempts.
+    for (let i = 0; i < 12; i++) await signIn('dash', '203.0.113.12');
     const unknown = await t.app.inject({
       method: 'POST',
       url: '/dashboard/api/login',

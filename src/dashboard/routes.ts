@@ -130,17 +130,18 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
         throw invalid('account', 'an account name', name);
       if (typeof password !== 'string' || password.length === 0 || password.length > 1000)
         throw invalid('password', 'a password', undefined);
-      const gate = await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE, 0);
-      if (gate.remaining < 1) {
+      // Every attempt takes its token before the password is checked, so attempts made at the
+      // same moment cannot all pass a look at the bucket before any of them is charged.
+      const gate = await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE);
+      if (!gate.allowed) {
         reply.header('Retry-After', gate.retryAfter || 1);
-        throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many failed sign-ins; wait and try again', undefined, Math.max(1, gate.retryAfter));
+        throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many sign-in attempts; wait and try again', undefined, Math.max(1, gate.retryAfter));
       }
       const account = await ctx.store.getAccountByName(name);
       const ok = await verifyPassword(password, account ? await ctx.store.getPasswordHash(account.id) : null);
-      if (!ok || !account) {
-        await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE);
-        throw new ApiError('INVALID_CREDENTIALS', 'Wrong account name or password');
-      }
+      if (!ok || !account) throw new ApiError('INVALID_CREDENTIALS', 'Wrong account name or password');
+      // Only failed attempts count: a successful one gives its token back.
+      await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE, -1);
       const token = randomBytes(32).toString('base64url');
       const now = Date.now();
       const session: Session = {
