@@ -78,10 +78,12 @@ function errorReply(apiError: ApiError, cause: Error, request: FastifyRequest, r
 
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const limiter = ctx.limiter;
+  // A number of proxies: believe that many hops of X-Forwarded-For, counted from this server.
+  const trust = ctx.config.trustProxy;
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
     bodyLimit: ctx.config.limits.bodyBytes,
-    trustProxy: ctx.config.trustProxy,
+    trustProxy: typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();

@@ -24,7 +24,11 @@ export interface Config {
   entryTtlSeconds: number;
   /** Failed authentication attempts allowed per client address per minute. */
   authFailuresPerMinute: number;
-  trustProxy: boolean;
+  /**
+   * Which `X-Forwarded-For` hops to believe: none (false), the last `n` (the addresses the
+   * nearest proxies saw), or those added by the listed proxy addresses.
+   */
+  trustProxy: false | number | string[];
   sqliteSynchronous: 'FULL' | 'NORMAL';
   /** How semantic candidates are scored: the calibrated hit model, or raw cosine. */
   scorer: 'calibrated' | 'cosine';
@@ -68,12 +72,32 @@ function int(env: Env, name: string, fallback: number, min: number, max = Number
   return n;
 }
 
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (/^(1|true|yes|on)$/i.test(raw)) return true;
-  if (/^(0|false|no|off)$/i.test(raw)) return false;
-  throw new ConfigError(name, `expected true or false, got ${JSON.stringify(raw)}`);
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(env: Env): string {
+  const level = str(env, 'LOG_LEVEL', 'info');
+  if (!LOG_LEVELS.includes(level))
+    throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+  return level;
+}
+
+/**
+ * `REPRISE_TRUST_PROXY`: true means one proxy in front (the address it saw, the last entry of
+ * `X-Forwarded-For`; entries before it are the client's to write); a number, that many
+ * proxies; otherwise a comma-separated list of proxy addresses or CIDR ranges.
+ */
+function trustProxy(env: Env): false | number | string[] {
+  const raw = env.REPRISE_TRUST_PROXY?.trim();
+  if (raw === undefined || raw === '' || /^(0|false|no|off)$/i.test(raw)) return false;
+  if (/^(true|yes|on)$/i.test(raw)) return 1;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  const list = raw.split(',').map((s) => s.trim());
+  if (list.some((s) => !/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(s)))
+    throw new ConfigError(
+      'REPRISE_TRUST_PROXY',
+      `expected true, false, a number of proxies, or proxy addresses separated by commas, got ${JSON.stringify(raw)}`,
+    );
+  return list;
 }
 
 function url(env: Env, name: string, protocols: readonly string[]): string | null {
@@ -201,7 +225,7 @@ export function loadConfig(env: Env = process.env): Config {
     pgSchema: pgSchema(env),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: str(env, 'REPRISE_REDIS_PREFIX', 'reprise:'),
-    logLevel: str(env, 'LOG_LEVEL', 'info'),
+    logLevel: logLevel(env),
     limits: {
       bodyBytes: int(env, 'REPRISE_MAX_BODY_BYTES', 1_048_576, 1024),
       messages: int(env, 'REPRISE_MAX_MESSAGES', 256, 1),
@@ -214,7 +238,7 @@ export function loadConfig(env: Env = process.env): Config {
     embedder: embedderConfig(env),
     entryTtlSeconds: int(env, 'REPRISE_ENTRY_TTL_SECONDS', 0, 0),
     authFailuresPerMinute: int(env, 'REPRISE_AUTH_FAILURES_PER_MINUTE', 30, 1),
-    trustProxy: bool(env, 'REPRISE_TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
     sqliteSynchronous: sync,
     scorer: scorerName(env),
   };

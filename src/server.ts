@@ -90,7 +90,15 @@ export async function serve(config: Config): Promise<void> {
   // each collection, so setting it now applies from here on.
   setFlagsFromString('--no-allocation-site-pretenuring');
   const server = await startServer(config);
+  let stopping = false;
   const stop = (signal: string) => {
+    // A second signal (an impatient supervisor, Ctrl-C twice) must not cut the shutdown short:
+    // requests in flight, the last counters and the index snapshot are still being written.
+    if (stopping) {
+      server.app.log.warn({ signal }, 'already shutting down');
+      return;
+    }
+    stopping = true;
     server.app.log.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
@@ -102,6 +110,6 @@ export async function serve(config: Config): Promise<void> {
       },
     );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }

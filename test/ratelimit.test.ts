@@ -65,3 +65,25 @@ describe('rate limits by plan', () => {
     assert.equal((await t.get('/api/v1/usage', b)).statusCode, 200);
   });
 });
+
+describe('behind a proxy (REPRISE_TRUST_PROXY)', () => {
+  test('the address the proxy saw counts, not what the client wrote before it', async () => {
+    const t = await startTestApp({ env: { REPRISE_TRUST_PROXY: 'true', REPRISE_AUTH_FAILURES_PER_MINUTE: '3' } });
+    try {
+      const codes: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        // The client writes a new first entry each time; the proxy appends the address it saw.
+        const res = await t.app.inject({
+          method: 'POST',
+          url: '/api/v1/check',
+          payload: { messages: [user('hi')] },
+          headers: { authorization: 'Bearer rk_wrong', 'x-forwarded-for': `10.0.0.${i}, 203.0.113.9` },
+        });
+        codes.push(res.statusCode);
+      }
+      assert.deepEqual(codes, [401, 401, 401, 429, 429, 429]);
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { existsSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { once } from 'node:events';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { tempDir } from './helpers.ts';
+import { eventually } from './services.ts';
 import { api, runCli, startServerProcess, type ServerProcess } from './process.ts';
 
 const user = (content: string) => ({ role: 'user', content });
@@ -185,6 +188,45 @@ describe('the real server, as a user runs it', () => {
     server = await startServerProcess(env);
   });
 
+  test('a second SIGTERM during shutdown does not cut it short: the request in flight is answered', async () => {
+    assert.ok(server);
+    await server.stop('SIGKILL');
+    const stopping = await startServerProcess(env, undefined, { keepOutput: true });
+    server = stopping;
+    const created = await runCli(['keys', 'create', '--account', 'patient', '--json'], env);
+    const key = (JSON.parse(created.stdout) as { key: string }).key;
+    const body = JSON.stringify({ messages: [user('stored while the server stops')], answer: 'kept' });
+    // A store whose body is still on its way when the signals come.
+    const { hostname, port } = new URL(stopping.url);
+    const req = request({
+      host: hostname,
+      port,
+      method: 'POST',
+      path: '/api/v1/store',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const answered = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.on('error', reject);
+    });
+    await new Promise((resolve) => req.write(body.slice(0, 10), resolve));
+    stopping.child.kill('SIGTERM');
+    assert.ok(await eventually(async () => stopping.stdout().includes('shutting down')));
+    stopping.child.kill('SIGTERM');
+    assert.ok(await eventually(async () => stopping.stdout().includes('already shutting down')));
+    req.end(body.slice(10));
+    const res = await answered;
+    assert.equal(res.status, 200, res.text);
+    assert.equal(JSON.parse(res.text).stored, true);
+    const [code] = (await once(stopping.child, 'exit')) as [number | null];
+    assert.equal(code, 0);
+    server = await startServerProcess(env);
+  });
+
   test('the CLI explains bad usage', async () => {
     const res = await runCli(['keys', 'create'], env);
     assert.equal(res.code, 2);
@@ -192,6 +234,13 @@ describe('the real server, as a user runs it', () => {
     const plan = await runCli(['keys', 'create', '--account', 'x', '--plan', 'platinum'], env);
     assert.equal(plan.code, 2);
     assert.match(plan.stderr, /unknown plan platinum/);
+    // A name every object has is not a plan either.
+    const inherited = await runCli(['keys', 'create', '--account', 'x', '--plan', 'toString'], env);
+    assert.equal(inherited.code, 2);
+    assert.match(inherited.stderr, /unknown plan toString/);
+    const level = await runCli(['serve'], { ...env, LOG_LEVEL: 'verbose' });
+    assert.equal(level.code, 2);
+    assert.match(level.stderr, /LOG_LEVEL: expected one of/);
     const bad = await runCli(['serve'], { ...env, PORT: 'eighty' });
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /PORT: expected an integer/);

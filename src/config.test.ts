@@ -1,0 +1,26 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from './config.ts';
+
+describe('configuration from the environment', () => {
+  test('a bad value names its variable', () => {
+    for (const [variable, value] of [
+      ['LOG_LEVEL', 'verbose'],
+      ['REPRISE_TRUST_PROXY', 'maybe'],
+      ['PORT', 'eighty'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig({ [variable]: value }),
+        (err: unknown) => err instanceof ConfigError && err.variable === variable && err.message.includes(value),
+        variable,
+      );
+    }
+  });
+
+  test('REPRISE_TRUST_PROXY: true is one proxy; a number of proxies; a list of proxy addresses', () => {
+    assert.equal(loadConfig({}).trustProxy, false);
+    assert.equal(loadConfig({ REPRISE_TRUST_PROXY: 'true' }).trustProxy, 1);
+    assert.equal(loadConfig({ REPRISE_TRUST_PROXY: '2' }).trustProxy, 2);
+    assert.deepEqual(loadConfig({ REPRISE_TRUST_PROXY: '10.0.0.1, 192.168.0.0/16' }).trustProxy, ['10.0.0.1', '192.168.0.0/16']);
+  });
+});
