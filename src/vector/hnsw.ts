@@ -1,4 +1,15 @@
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import usearch, { type Matches, type ScalarKind } from 'usearch';
 import { BruteForceIndex, neighboursOf } from './brute.ts';
@@ -189,22 +200,27 @@ export class HybridIndex implements VectorIndex {
       graphs.push({ partition, file, size: graph.size() });
     }
     const parts: Buffer[] = [];
+    let flatVectors = 0;
     for (const { name, ids, data } of this.small.partitionsData()) {
+      flatVectors += ids.length;
       const nameBytes = Buffer.from(name, 'utf8');
       const head = Buffer.alloc(8);
       head.writeUInt32LE(nameBytes.length, 0);
       head.writeUInt32LE(ids.length, 4);
       parts.push(head, nameBytes, Buffer.from(Float64Array.from(ids).buffer), Buffer.from(data.buffer, data.byteOffset, data.byteLength));
     }
-    writeFileSync(path.join(dir, 'flat.bin'), Buffer.concat(parts));
+    const flat = Buffer.concat(parts);
+    writeFileSync(path.join(dir, 'flat.bin'), flat);
     return {
-      format: 1,
+      format: 2,
       dimensions: this.dimensions,
       quantization: this.quantization,
       m: this.m,
       tag,
       watermark: this.maxId,
       flat: 'flat.bin',
+      flatBytes: flat.length,
+      flatVectors,
       graphs,
     };
   }
@@ -219,8 +235,13 @@ export class HybridIndex implements VectorIndex {
       this.count += g.size;
     }
     const buf = readFileSync(path.join(dir, manifest.flat));
+    // A file cut short at a partition's boundary reads as valid but fewer vectors: the entries
+    // it lost would never be read again, as the watermark says they are in the snapshot.
+    if (buf.length !== manifest.flatBytes)
+      throw new Error(`snapshot ${manifest.flat} has ${buf.length} bytes, expected ${manifest.flatBytes}`);
     const d = this.dimensions;
     let off = 0;
+    let vectors = 0;
     while (off < buf.length) {
       const nameLength = buf.readUInt32LE(off);
       const count = buf.readUInt32LE(off + 4);
@@ -232,7 +253,10 @@ export class HybridIndex implements VectorIndex {
       const data = new Float32Array(buf.buffer.slice(buf.byteOffset + off, buf.byteOffset + off + count * d * 4));
       off += count * d * 4;
       for (let i = 0; i < count; i++) this.add(name, ids[i] as number, data.subarray(i * d, (i + 1) * d));
+      vectors += count;
     }
+    if (vectors !== manifest.flatVectors)
+      throw new Error(`snapshot ${manifest.flat} holds ${vectors} vectors, expected ${manifest.flatVectors}`);
     this.maxId = Math.max(this.maxId, manifest.watermark);
   }
 
@@ -247,13 +271,16 @@ export class HybridIndex implements VectorIndex {
 
 /** What a snapshot directory describes; `watermark` is the highest entry id it covers. */
 interface Manifest {
-  format: 1;
+  format: 2;
   dimensions: number;
   quantization: Quantization;
   m: number;
   tag: string;
   watermark: number;
   flat: string;
+  /** Length of the flat file and the vectors in it, checked when it is read. */
+  flatBytes: number;
+  flatVectors: number;
   graphs: { partition: string; file: string; size: number }[];
 }
 
@@ -269,11 +296,24 @@ export function saveSnapshot(index: HybridIndex, dir: string, tag: string): void
   mkdirSync(tmp, { recursive: true });
   const manifest = index.writeTo(tmp, tag);
   writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify(manifest));
+  // On disk before the renames make it the snapshot, so a power loss cannot leave a short file.
+  for (const f of readdirSync(tmp)) syncPath(path.join(tmp, f));
+  syncPath(tmp);
   const old = `${dir}.old`;
   rmSync(old, { recursive: true, force: true });
   if (existsSync(dir)) renameSync(dir, old);
   renameSync(tmp, dir);
+  syncPath(path.dirname(dir));
   rmSync(old, { recursive: true, force: true });
+}
+
+function syncPath(p: string): void {
+  const fd = openSync(p, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
@@ -288,7 +328,7 @@ export function loadSnapshot(index: HybridIndex, dir: string, tag: string): numb
   } catch {
     return null;
   }
-  if (manifest.format !== 1 || manifest.tag !== tag || !index.accepts(manifest)) return null;
+  if (manifest.format !== 2 || manifest.tag !== tag || !index.accepts(manifest)) return null;
   try {
     index.readFrom(dir, manifest);
   } catch {

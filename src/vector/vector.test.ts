@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -144,5 +144,22 @@ describe('index snapshot', () => {
     const loaded = new HybridIndex(64, { crossover: 50 });
     assert.equal(loadSnapshot(loaded, dir, 'embedder@1'), 1);
     assert.equal(loaded.size, 1);
+  });
+
+  test('a snapshot whose vector file was cut short is not loaded, even at a record boundary', () => {
+    for (const cut of ['empty', 'one partition less']) {
+      const dir = path.join(mkdtempSync(path.join(tmpdir(), 'reprise-snap-')), 'index');
+      const index = new HybridIndex(64, { crossover: 50 });
+      for (let i = 1; i <= 10; i++) index.add(i <= 5 ? 'a' : 'b', i, randomUnit(i, 64));
+      saveSnapshot(index, dir, 'embedder@1');
+      const file = path.join(dir, 'flat.bin');
+      const bytes = readFileSync(file);
+      // Each partition's record: 8 header bytes, its name, then 5 ids and 5 vectors.
+      const record = 8 + 1 + 5 * 8 + 5 * 64 * 4;
+      writeFileSync(file, cut === 'empty' ? Buffer.alloc(0) : bytes.subarray(0, record));
+      const after = new HybridIndex(64, { crossover: 50 });
+      assert.equal(loadSnapshot(after, dir, 'embedder@1'), null, cut);
+      assert.equal(after.size, 0, cut);
+    }
   });
 });
