@@ -96,3 +96,21 @@ describe('Redis limiter when Redis is unreachable', () => {
     await l.close();
   });
 });
+
+describe('in-memory limiter when full', () => {
+  test('a new key evicts only buckets that have refilled by their own rule', async () => {
+    let now = 0;
+    const l = new MemoryRateLimiter(3, () => now);
+    const account = { capacity: 100, refillPerSecond: 1, limit: 60 };
+    const address = { capacity: 30, refillPerSecond: 0.5, limit: 30 };
+    for (let i = 0; i < 61; i++) await l.consume('account', account);
+    await l.consume('address-1', address);
+    await l.consume('address-2', address);
+    now += 2000;
+    // The addresses have refilled and go; the account holds more than an address's capacity but
+    // has not refilled, so it stays (forgotten, it would come back at its full burst).
+    await l.consume('address-3', address);
+    assert.equal((await l.consume('account', account, 0)).remaining, 41);
+    await l.close();
+  });
+});

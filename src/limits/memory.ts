@@ -3,6 +3,8 @@ import { bucketResult, type BucketRule, type LimitResult, type RateLimiter } fro
 interface Bucket {
   tokens: number;
   at: number;
+  /** The bucket's own rule, to tell when it has refilled (another key's rule may differ). */
+  rule: BucketRule;
 }
 
 /** In-process token buckets for one node. Holds at most `maxKeys` buckets. */
@@ -22,12 +24,13 @@ export class MemoryRateLimiter implements RateLimiter {
     const now = this.now();
     let b = this.buckets.get(key);
     if (b === undefined) {
-      if (this.buckets.size >= this.maxKeys) this.evict(now, rule);
-      b = { tokens: rule.capacity, at: now };
+      if (this.buckets.size >= this.maxKeys) this.evict(now);
+      b = { tokens: rule.capacity, at: now, rule };
       this.buckets.set(key, b);
     } else {
       b.tokens = Math.min(rule.capacity, b.tokens + ((now - b.at) / 1000) * rule.refillPerSecond);
       b.at = now;
+      b.rule = rule;
     }
     const allowed = rule.unlimited === true || b.tokens >= cost;
     if (allowed) b.tokens = Math.max(0, b.tokens - cost);
@@ -35,9 +38,9 @@ export class MemoryRateLimiter implements RateLimiter {
   }
 
   /** Drops buckets that have refilled (forgetting them changes nothing), else the oldest. */
-  private evict(now: number, rule: BucketRule): void {
+  private evict(now: number): void {
     for (const [k, b] of this.buckets) {
-      if (b.tokens + ((now - b.at) / 1000) * rule.refillPerSecond >= rule.capacity) this.buckets.delete(k);
+      if (b.tokens + ((now - b.at) / 1000) * b.rule.refillPerSecond >= b.rule.capacity) this.buckets.delete(k);
     }
     while (this.buckets.size >= this.maxKeys) {
       const oldest = this.buckets.keys().next();
