@@ -229,6 +229,10 @@ export async function runCli(argv: string[], out: Out = console.log, err: Out = 
       err(`reprise: configuration error: ${(e as Error).message}`);
       return 2;
     }
+    if ((e as Error).name === 'StoreOpenError') {
+      err(`reprise: ${(e as Error).message}`);
+      return 1;
+    }
     throw e;
   }
 }

@@ -38,8 +38,19 @@ export function sqlitePath(config: Config): string {
 
 /** Opens the store the configuration names. */
 export async function openStore(config: Config): Promise<Store> {
-  if (config.databaseUrl) return PostgresStore.open(config.databaseUrl, { schema: config.pgSchema });
-  return new SqliteStore(sqlitePath(config), { synchronous: config.sqliteSynchronous });
+  try {
+    if (config.databaseUrl) return await PostgresStore.open(config.databaseUrl, { schema: config.pgSchema });
+    return new SqliteStore(sqlitePath(config), { synchronous: config.sqliteSynchronous });
+  } catch (err) {
+    // Said in terms of the setting to change, not as a stack trace.
+    const where = config.databaseUrl ? 'DATABASE_URL (PostgreSQL)' : `REPRISE_DATA_DIR (${sqlitePath(config)})`;
+    throw new StoreOpenError(`cannot open the store at ${where}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** The configured store could not be opened (unreachable, not writable, not a directory). */
+export class StoreOpenError extends Error {
+  override readonly name = 'StoreOpenError';
 }
 
 /** Redis-backed limits shared by all nodes when REDIS_URL is set; in-process otherwise. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { once } from 'node:events';
 import path from 'node:path';
@@ -241,6 +241,15 @@ describe('the real server, as a user runs it', () => {
     const level = await runCli(['serve'], { ...env, LOG_LEVEL: 'verbose' });
     assert.equal(level.code, 2);
     assert.match(level.stderr, /LOG_LEVEL: expected one of/);
+    // A data directory that cannot be one is named, without a stack trace.
+    const file = path.join(dir, 'a-file');
+    writeFileSync(file, '');
+    for (const args of [['serve'], ['keys', 'list', '--account', 'x']]) {
+      const unopened = await runCli(args, { ...env, REPRISE_DATA_DIR: path.join(file, 'data') });
+      assert.equal(unopened.code, 1, args.join(' '));
+      assert.match(unopened.stderr, /cannot open the store at REPRISE_DATA_DIR/);
+      assert.doesNotMatch(unopened.stderr, /\n\s+at /);
+    }
     const bad = await runCli(['serve'], { ...env, PORT: 'eighty' });
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /PORT: expected an integer/);
