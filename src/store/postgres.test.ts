@@ -15,7 +15,7 @@ storeConformance(
   skipReason('DATABASE_URL'),
 );
 
-describe('PostgreSQL key lookups', { skip: skipReason('DATABASE_URL') }, () => {
+describe('PostgreSQL store beside other writers: key lookups and the change log', { skip: skipReason('DATABASE_URL') }, () => {
   const { schema, drop } = freshSchema();
   let store: PostgresStore;
   let other: pg.Client;
@@ -64,22 +64,6 @@ describe('PostgreSQL key lookups', { skip: skipReason('DATABASE_URL') }, () => {
     const { hash, id } = await rememberedKey('revoked-here');
     await store.revokeKey(id);
     assert.ok((await store.findKeyByHash(hash))?.key.revokedAt);
-  });
-});
-
-describe('PostgreSQL change log', { skip: skipReason('DATABASE_URL') }, () => {
-  const { schema, drop } = freshSchema();
-  let store: PostgresStore;
-  let other: pg.Client;
-  before(async () => {
-    store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
-    other = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
-    await other.connect();
-  });
-  after(async () => {
-    await other.end();
-    await store.close();
-    await drop();
   });
 
   test(`the expiry sweep removes changes older than ${CHANGES_KEPT_DAYS} days and keeps the rest`, async () => {
