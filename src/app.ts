@@ -165,7 +165,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     reply.header('X-Request-Id', request.id);
     let pending: void | Promise<void> = undefined;
     try {
-      if (request.url.startsWith('/api/v1/') || request.url === '/api/v1') {
+      // A path may spell /api/v1 with percent-escapes (`/api/%761/check`); the route it matched says.
+      const url = request.url;
+      if (url.startsWith('/api/v1/') || url === '/api/v1' || (url.includes('%') && request.routeOptions.url?.startsWith('/api/v1/'))) {
         pending = auth(request, reply);
       } else if (limiter.consumeSync !== undefined) {
         publicLimit(reply, limiter.consumeSync(`public:${request.ip}`, PUBLIC_RULE));

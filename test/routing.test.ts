@@ -40,6 +40,16 @@ describe('routing, health and documents', () => {
     }
   });
 
+  test('a path spelling /api/v1 with percent-escapes is the same endpoint, with the same key check', async () => {
+    const url = '/api/%761/health';
+    const withKey = await t.get(url, key);
+    assert.equal(withKey.statusCode, 200, withKey.body);
+    assert.ok(withKey.headers['x-ratelimit-limit']);
+    const without = await t.get(url);
+    assert.equal(without.statusCode, 401);
+    assert.equal(without.json().error.code, 'INVALID_API_KEY');
+  });
+
   test('a wrong method is 405 METHOD_NOT_ALLOWED with Allow', async () => {
     const res = await t.get('/api/v1/check', key);
     assert.equal(res.statusCode, 405);
