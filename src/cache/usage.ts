@@ -12,14 +12,17 @@ export const emptyDelta = (): UsageDelta => ({
   stores: 0,
 });
 
+/** A count that is not a finite number adds nothing: one such value would fail every batch. */
+const finite = (x: number | undefined): number => (x !== undefined && Number.isFinite(x) ? x : 0);
+
 export function addDelta(into: UsageDelta, d: Partial<UsageDelta>): void {
-  into.requests += d.requests ?? 0;
-  into.exactHits += d.exactHits ?? 0;
-  into.semanticHits += d.semanticHits ?? 0;
-  into.lookupMsTotal += d.lookupMsTotal ?? 0;
-  into.tokensSaved += d.tokensSaved ?? 0;
-  into.costSaved += d.costSaved ?? 0;
-  into.stores += d.stores ?? 0;
+  into.requests += finite(d.requests);
+  into.exactHits += finite(d.exactHits);
+  into.semanticHits += finite(d.semanticHits);
+  into.lookupMsTotal += finite(d.lookupMsTotal);
+  into.tokensSaved += finite(d.tokensSaved);
+  into.costSaved += finite(d.costSaved);
+  into.stores += finite(d.stores);
 }
 
 /**

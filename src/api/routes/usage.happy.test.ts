@@ -29,6 +29,32 @@ describe('GET /api/v1/usage', () => {
     assert.deepEqual(u.performance, { fast_responses: 0, smart_responses: 0, estimated_cost_savings: '$0.00' });
   });
 
+  test('a model named like a property every object has is priced at the default, and counts are written', async () => {
+    const key = await t.key('priced-constructor');
+    const other = await t.key('priced-other');
+    const messages = [user('Which model is this?')];
+    await t.post('/api/v1/store', { messages, answer: 'a', model: 'constructor', tokens_used: 1_000_000 }, key);
+    assert.equal((await t.post('/api/v1/check', { messages }, key)).json().cache_type, 'exact');
+    await t.post('/api/v1/check', { messages: [user('another account asks')] }, other);
+    // The default price here is $1 a million tokens.
+    assert.equal((await t.get('/api/v1/usage', key)).json().performance.estimated_cost_savings, '$1.00');
+    // The batch is written, for this account and the others.
+    await t.runtime.ctx.cache.flush();
+    const store = t.runtime.ctx.store;
+    for (const [name, requests] of [
+      ['priced-constructor', 1],
+      ['priced-other', 1],
+    ] as const) {
+      const account = await store.getAccountByName(name);
+      const rows = await store.getUsage(account?.id ?? '', {});
+      assert.equal(
+        rows.reduce((n, r) => n + r.requests, 0),
+        requests,
+        name,
+      );
+    }
+  });
+
   test('counts add up and savings follow the price table', async () => {
     const key = await t.key();
     const a = [user('question a')];
