@@ -101,6 +101,12 @@ export function estimateTokens(text: string): number {
 
 const round3 = (ms: number): number => Math.round(ms * 1000) / 1000;
 
+/**
+ * A score as shown, to 4 decimals, rounded down: a threshold set to a score a client has seen
+ * is never above the score itself, so the same candidate is a hit at it.
+ */
+const shownScore = (score: number): number => Math.floor(score * 10_000) / 10_000;
+
 /** An entry that has not expired at `nowIso` and matches the requested model, if any. */
 function usable(e: EntryHead, nowIso: string, model: string | undefined): boolean {
   return (e.expiresAt === null || e.expiresAt > nowIso) && (model === undefined || e.model === model);
@@ -222,7 +228,7 @@ export class CacheService {
       cacheHit: false,
       promptHash: hash,
       lookupTimeMs,
-      searchResults: { exactChecked, semanticChecked, closestMatchScore: round3(closest) },
+      searchResults: { exactChecked, semanticChecked, closestMatchScore: shownScore(closest) },
     };
   }
 
@@ -321,7 +327,7 @@ export class CacheService {
       lookupTimeMs,
       tokensSaved: entry.tokens,
       createdAt: entry.createdAt,
-      similarityScore: score === null ? null : Math.round(score * 10_000) / 10_000,
+      similarityScore: score === null ? null : shownScore(score),
       metadata: { model: entry.model, originalTokens: entry.tokens, usageCount: entry.usageCount + uses },
       entryId: entry.id,
     };

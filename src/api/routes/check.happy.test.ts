@@ -121,6 +121,13 @@ describe('POST /api/v1/check', () => {
     const loose = (await t.post('/api/v1/check', { ...q, similarity_threshold: 0 }, key)).json();
     assert.equal(loose.cache_hit, true);
     assert.equal(loose.cache_type, 'semantic');
+    // The scores shown are thresholds that take the same candidate: a client may set them.
+    const atShown = (await t.post('/api/v1/check', { ...q, similarity_threshold: loose.similarity_score }, key)).json();
+    assert.equal(atShown.cache_hit, true, `threshold ${loose.similarity_score}`);
+    const atClosest = (
+      await t.post('/api/v1/check', { ...q, similarity_threshold: strict.search_results.closest_match_score }, key)
+    ).json();
+    assert.equal(atClosest.cache_hit, true, `threshold ${strict.search_results.closest_match_score}`);
   });
 
   test('cache_types selects the caches searched', async () => {
