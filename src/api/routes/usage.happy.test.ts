@@ -100,5 +100,21 @@ describe('GET /api/v1/usage', () => {
     assert.equal(bad.statusCode, 400);
     assert.equal(bad.json().error.code, 'INVALID_INPUT');
     assert.equal(bad.json().error.details.field, 'from');
+    const noSuchDay = await t.get('/api/v1/usage?from=2026-02-30', key);
+    assert.equal(noSuchDay.statusCode, 400);
+  });
+
+  test('counts are kept per hour: the period widens to whole hours and says so', async () => {
+    const key = await t.key();
+    const hourOf = (ms: number) => Math.floor(ms / 3_600_000) * 3_600_000;
+    const first = hourOf(Date.now());
+    await t.post('/api/v1/check', { messages: [user('counted this hour')] }, key);
+    const last = hourOf(Date.now());
+    // A window inside the hour counts the whole hour, and the period shows the hour.
+    const from = new Date(first + 1000).toISOString();
+    const to = new Date(last + 2000).toISOString();
+    const u = (await t.get(`/api/v1/usage?from=${from}&to=${to}`, key)).json();
+    assert.equal(u.total_requests, 1);
+    assert.deepEqual(u.period, { from: new Date(first).toISOString(), to: new Date(last + 3_600_000).toISOString() });
   });
 });

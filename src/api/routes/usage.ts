@@ -11,21 +11,32 @@ export interface UsageQuery {
   granularity?: 'hour' | 'day';
 }
 
-function instant(field: string, value: string | undefined): string | undefined {
+function instant(field: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const ms = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(ms)) {
+  const day = /^(\d{4})-(\d{2})-(\d{2})/.exec(value);
+  if (!day || Number.isNaN(ms) || !realDay(Number(day[1]), Number(day[2]), Number(day[3]))) {
     throw invalid(field, 'an ISO 8601 date or date-time', value);
   }
-  return new Date(ms).toISOString();
+  return ms;
 }
+
+/** Whether the calendar has this day (Date.parse takes 2026-02-30 for 2 March). */
+function realDay(year: number, month: number, day: number): boolean {
+  const d = new Date(Date.UTC(year, month - 1, day));
+  return d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day;
+}
+
+const HOUR_MS = 3_600_000;
 
 /** The usage body (and, with `granularity`, its series) of an account. */
 export async function usageBody(ctx: AppContext, account: Account, query: UsageQuery) {
-  const from = instant('from', query.from);
-  const to = instant('to', query.to);
-  if (from && to && from >= to) throw invalid('to', 'a time after from', query.to);
-  const hourFloor = from ? new Date(Math.floor(Date.parse(from) / 3_600_000) * 3_600_000).toISOString() : undefined;
+  const fromMs = instant('from', query.from);
+  const toMs = instant('to', query.to);
+  if (fromMs !== undefined && toMs !== undefined && fromMs >= toMs) throw invalid('to', 'a time after from', query.to);
+  // Counts are kept per hour: the period is widened to whole hours, and says so.
+  const hourFloor = fromMs === undefined ? undefined : new Date(Math.floor(fromMs / HOUR_MS) * HOUR_MS).toISOString();
+  const to = toMs === undefined ? undefined : new Date(Math.ceil(toMs / HOUR_MS) * HOUR_MS).toISOString();
   const u = await ctx.cache.usage(account, hourFloor, to);
   const granularity = query.granularity;
   const series = granularity
@@ -75,7 +86,7 @@ export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
           type: 'object',
           properties: {
             from: { type: 'string', description: 'Count from this time (ISO 8601, inclusive; rounded down to the hour).' },
-            to: { type: 'string', description: 'Count up to this time (ISO 8601, exclusive).' },
+            to: { type: 'string', description: 'Count up to this time (ISO 8601, exclusive; rounded up to the hour).' },
             granularity: {
               type: 'string',
               enum: ['hour', 'day'],
