@@ -24,23 +24,55 @@ import { answerGroups, CachedEmbedder, defaultEvalDir, loadPairs, pairFiles, typ
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
-const { values } = parseArgs({
-  options: {
-    data: { type: 'string' },
-    mode: { type: 'string', default: 'both' },
-    scorer: { type: 'string', default: 'both' },
-    limit: { type: 'string' },
-    json: { type: 'boolean', default: false },
-  },
-});
+const USAGE =
+  'usage: npm run eval -- [--data FILE_OR_DIR] [--mode pairs|crowded|both] [--scorer calibrated|cosine|both] [--limit N] [--json]';
+
+/** Stops with a one-line reason and the usage, exit code 2. */
+function usageError(reason: string): never {
+  console.error(`eval: ${reason}\n${USAGE}`);
+  process.exit(2);
+}
+
+let parsed;
+try {
+  parsed = parseArgs({
+    options: {
+      data: { type: 'string' },
+      mode: { type: 'string', default: 'both' },
+      scorer: { type: 'string', default: 'both' },
+      limit: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+} catch (err) {
+  usageError((err as Error).message);
+}
+const { values } = parsed;
+if (!['pairs', 'crowded', 'both'].includes(values.mode)) usageError(`--mode must be pairs, crowded or both, not ${values.mode}`);
+if (!['calibrated', 'cosine', 'both'].includes(values.scorer))
+  usageError(`--scorer must be calibrated, cosine or both, not ${values.scorer}`);
+if (values.limit !== undefined && !/^[1-9]\d*$/.test(values.limit))
+  usageError(`--limit must be a positive whole number, not ${values.limit}`);
 
 const THRESHOLDS = Array.from({ length: 40 }, (_, i) => Math.round((0.6 + i * 0.01) * 100) / 100);
 const SHOWN = [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99];
 
+/**
+ * The files to run: the one given, or the pair files of a directory (`prompts_*` and the scored
+ * `stsb*` file are left out of a directory; name a scored file to run it).
+ */
 function files(): string[] {
   const given = values.data ?? defaultEvalDir();
-  if (!given) throw new Error('no evaluation data: pass --data FILE_OR_DIR (e.g. ../shared/eval)');
-  return statSync(given).isDirectory() ? pairFiles(given) : [given];
+  if (!given) usageError('no evaluation data: pass --data FILE_OR_DIR (e.g. ../shared/eval)');
+  let isDir: boolean;
+  try {
+    isDir = statSync(given).isDirectory();
+  } catch {
+    usageError(`--data ${given}: no such file or directory`);
+  }
+  const list = isDir ? pairFiles(given) : [given];
+  for (const f of list) if (loadPairs(f, 1).length === 0) usageError(`${f}: no labelled pairs ({"a", "b", "label"} or a 0–5 "score")`);
+  return list;
 }
 
 /** A pair side as a conversation: user turns, with a stand-in assistant reply between them. */
@@ -121,12 +153,14 @@ async function crowdedMode(pairs: Pair[], scorer: HitScorer, embedder: CachedEmb
   });
 }
 
+/** Ratios with nothing to divide by (no hits, no positives, no negatives) are null. */
 interface Row {
   threshold: number;
-  precision: number;
-  recall: number;
-  f1: number;
-  false_hit_rate: number;
+  precision: number | null;
+  recall: number | null;
+  f1: number | null;
+  /** Wrong hits among queries that have no right entry (label 0). */
+  false_hit_rate: number | null;
   correct: number;
   wrong: number;
   miss: number;
@@ -147,15 +181,17 @@ function sweep(outcomes: Outcome[]): Row[] {
         if (o.label === 0) wrongOnNegative++;
       }
     }
-    const precision = correct + wrong === 0 ? 1 : correct / (correct + wrong);
-    const recall = positives === 0 ? 0 : correct / positives;
-    const r3 = (x: number) => Math.round(x * 1000) / 1000;
+    const precision = correct + wrong === 0 ? null : correct / (correct + wrong);
+    const recall = positives === 0 ? null : correct / positives;
+    const r3 = (x: number | null) => (x === null ? null : Math.round(x * 1000) / 1000);
+    const f1 =
+      precision === null || recall === null ? null : precision + recall === 0 ? 0 : (2 * precision * recall) / (precision + recall);
     return {
       threshold: t,
       precision: r3(precision),
       recall: r3(recall),
-      f1: r3(precision + recall === 0 ? 0 : (2 * precision * recall) / (precision + recall)),
-      false_hit_rate: r3(negatives === 0 ? 0 : wrongOnNegative / negatives),
+      f1: r3(f1),
+      false_hit_rate: r3(negatives === 0 ? null : wrongOnNegative / negatives),
       correct,
       wrong,
       miss: positives - correct - outcomes.filter((o) => o.label === 1 && !o.right && o.score !== null && o.score >= t).length,
@@ -163,8 +199,11 @@ function sweep(outcomes: Outcome[]): Row[] {
   });
 }
 
-const firstReaching = (rows: Row[], p: number) => rows.find((r) => r.precision >= p && r.correct > 0)?.threshold ?? null;
+/** The first threshold whose precision, unrounded, is at least `p` (with at least one right hit). */
+const firstReaching = (rows: Row[], p: number) =>
+  rows.find((r) => r.correct > 0 && r.correct / (r.correct + r.wrong) >= p)?.threshold ?? null;
 
+const dataFiles = files();
 const embedder = new CachedEmbedder(await createUseLiteEmbedder({ memoSize: 0 }));
 const scorers: [string, HitScorer][] = [];
 if (values.scorer === 'calibrated' || values.scorer === 'both') scorers.push(['calibrated', new CalibratedScorer()]);
@@ -173,7 +212,7 @@ const modes = values.mode === 'both' ? ['pairs', 'crowded'] : [values.mode as st
 const limit = values.limit === undefined ? undefined : Number(values.limit);
 
 const results: Record<string, unknown>[] = [];
-for (const file of files()) {
+for (const file of dataFiles) {
   const pairs = loadPairs(file, limit);
   // Embed every text once up front, in batches (the cache keeps them for later runs too).
   const texts = new Set<string>();
@@ -199,9 +238,10 @@ for (const file of files()) {
       if (!values.json) {
         console.log(`\n${result.data} · ${mode} · ${name} · ${result.queries} queries (${result.positives} with a right answer)`);
         console.log('threshold  precision  recall  f1     false-hit  correct  wrong  miss');
+        const f = (x: number | null) => (x === null ? '–' : x.toFixed(3));
         for (const r of rows.filter((x) => SHOWN.includes(x.threshold))) {
           console.log(
-            `${r.threshold.toFixed(2).padEnd(10)} ${r.precision.toFixed(3).padEnd(10)} ${r.recall.toFixed(3).padEnd(7)} ${r.f1.toFixed(3).padEnd(6)} ${r.false_hit_rate.toFixed(3).padEnd(10)} ${String(r.correct).padEnd(8)} ${String(r.wrong).padEnd(6)} ${r.miss}`,
+            `${r.threshold.toFixed(2).padEnd(10)} ${f(r.precision).padEnd(10)} ${f(r.recall).padEnd(7)} ${f(r.f1).padEnd(6)} ${f(r.false_hit_rate).padEnd(10)} ${String(r.correct).padEnd(8)} ${String(r.wrong).padEnd(6)} ${r.miss}`,
           );
         }
         console.log(
