@@ -61,7 +61,7 @@ async function keysCommand(config: Config, args: string[], out: Out): Promise<vo
       if (!name) throw new UsageError('keys create needs --account NAME');
       if (!/^[\w.@-]{1,100}$/.test(name)) throw new UsageError('--account: use 1-100 letters, digits, and . _ - @');
       const plan = values.plan;
-      if (plan !== undefined && !Object.hasOwn(config.plans, plan)) {
+      if (plan !== undefined && !config.plans[plan]) {
         throw new UsageError(`--plan: unknown plan ${plan}; known plans: ${Object.keys(config.plans).join(', ')}`);
       }
       const created = await withStore(config, async (store) => {

@@ -16,6 +16,7 @@ export interface Config {
   redisPrefix: string;
   logLevel: string;
   limits: InputLimits;
+  /** Plans and prices by name, without a prototype (see `ownKeysOnly`). */
   plans: PlanTable;
   prices: PriceTable;
   defaultPricePerMillion: number;
@@ -144,8 +145,17 @@ function positiveNumber(v: unknown, where: string): number {
   return v;
 }
 
+/**
+ * A copy of a name-keyed table without a prototype: a plan or model named `toString` or
+ * `constructor` is then unknown, not what every object has, and a `__proto__` in the config
+ * file is a name like any other.
+ */
+function ownKeysOnly<T>(table: Readonly<Record<string, T>>): Record<string, T> {
+  return Object.assign(Object.create(null) as Record<string, T>, table);
+}
+
 function mergePrices(file: FileConfig): { prices: PriceTable; fallback: number } {
-  const prices: Record<string, number> = { ...DEFAULT_PRICES };
+  const prices: Record<string, number> = ownKeysOnly(DEFAULT_PRICES);
   for (const [model, price] of Object.entries(file.prices ?? {})) {
     prices[model.toLowerCase()] = positiveNumber(price, `prices.${model}`);
   }
@@ -155,7 +165,7 @@ function mergePrices(file: FileConfig): { prices: PriceTable; fallback: number }
 }
 
 function mergePlans(file: FileConfig): PlanTable {
-  const plans: PlanTable = { ...DEFAULT_PLANS };
+  const plans: PlanTable = ownKeysOnly(DEFAULT_PLANS);
   for (const [name, raw] of Object.entries(file.plans ?? {})) {
     if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name)) throw new ConfigError('REPRISE_CONFIG', `plan name ${name} is invalid`);
     const spec = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;

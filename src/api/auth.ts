@@ -73,7 +73,7 @@ export function authHook(ctx: AppContext) {
   const ruleOf = (planName: string): BucketRule => {
     let rule = rules.get(planName);
     if (rule === undefined) {
-      const plan = (Object.hasOwn(plans, planName) ? plans[planName] : undefined) ?? fallbackPlan;
+      const plan = plans[planName] ?? fallbackPlan;
       rule = {
         capacity: plan.burst,
         refillPerSecond: plan.requestsPerMinute / 60,

@@ -62,8 +62,7 @@ export class Pricing {
 
   private lookup(model: string): number {
     const name = model.toLowerCase();
-    // Own keys only: a model named `constructor` is not priced by what every object has.
-    const exact = Object.hasOwn(this.table, name) ? this.table[name] : undefined;
+    const exact = this.table[name];
     if (exact !== undefined) return exact;
     let best: string | null = null;
     for (const key of Object.keys(this.table)) {
