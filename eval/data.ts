@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -133,7 +133,9 @@ export class CachedEmbedder implements Embedder {
   private read(): void {
     const buf = readFileSync(this.file);
     let off = 0;
-    while (off < buf.length) {
+    const record = (len: number) => 4 + len + this.dimensions * 4;
+    // A file cut off by an older, non-atomic save: keep the whole records before the cut.
+    while (off + 4 <= buf.length && off + record(buf.readUInt32LE(off)) <= buf.length) {
       const len = buf.readUInt32LE(off);
       const text = buf.toString('utf8', off + 4, off + 4 + len);
       off += 4 + len;
@@ -153,7 +155,11 @@ export class CachedEmbedder implements Embedder {
       head.writeUInt32LE(t.length);
       parts.push(head, t, Buffer.from(v.buffer, v.byteOffset, v.byteLength));
     }
-    writeFileSync(this.file, Buffer.concat(parts));
+    // Written aside and renamed: a run stopped mid-write, or two runs saving at once, never
+    // leave a cut-off file for the next run to read.
+    const aside = `${this.file}.${process.pid}.tmp`;
+    writeFileSync(aside, Buffer.concat(parts));
+    renameSync(aside, this.file);
     this.dirty = false;
   }
 
