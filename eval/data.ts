@@ -38,9 +38,11 @@ export function loadPairs(file: string, limit?: number): Pair[] {
     const label = r.label ?? (typeof r.score === 'number' ? (r.score >= 4 ? 1 : r.score < 3 ? 0 : undefined) : undefined);
     if (r.a === undefined || r.b === undefined || (label !== 0 && label !== 1)) continue;
     rows.push({ a: r.a, b: r.b, label, source: r.source ?? path.basename(file) });
-    if (limit !== undefined && rows.length >= limit) break;
   }
-  return rows;
+  // A limit takes rows evenly spaced through the file, not its first rows (files may be grouped
+  // by label or source).
+  if (limit === undefined || limit >= rows.length) return rows;
+  return Array.from({ length: limit }, (_, i) => rows[Math.floor((i * rows.length) / limit)] as Pair);
 }
 
 /**

@@ -7,6 +7,8 @@
  *
  *   npm run eval -- [--data FILE_OR_DIR] [--mode pairs|crowded|both] [--scorer calibrated|cosine|both]
  *                   [--limit N] [--json]
+ *
+ * --limit N runs N labelled rows of each file, evenly spaced through it.
  */
 import { rmSync } from 'node:fs';
 import path from 'node:path';
