@@ -15,6 +15,8 @@ export type CacheType = 'exact' | 'semantic';
 export const DEFAULT_THRESHOLD = 0.85;
 /** Candidates taken from the index before the hit decision. */
 const CANDIDATES = 8;
+/** How far the search widens when the nearest candidates are all unusable. */
+const MAX_CANDIDATES = 512;
 
 export interface CheckInput {
   messages: Message[];
@@ -243,7 +245,8 @@ export class CacheService {
     const [vector, prefixVector] = await embedder.embed(texts, account.id);
     await this.turns.next();
     if (!vector) return null;
-    const neighbours = this.deps.index.search(partitionOf(account.id, key.contextHash), vector, CANDIDATES);
+    const partition = partitionOf(account.id, key.contextHash);
+    let neighbours = this.deps.index.search(partition, vector, CANDIDATES);
     if (neighbours.length === 0) return null;
     // The nearest usable candidate by cosine is the one answer that could be served; the scorer
     // then decides whether it is close enough. (Re-ranking the candidates by the scorer picks a
@@ -263,16 +266,25 @@ export class CacheService {
     let found: { entry: Entry & { vector: Float32Array }; cosine: number } | null = usableEntry(first)
       ? { entry: first, cosine: (neighbours[0] as Neighbour).cosine }
       : null;
-    if (!found && neighbours.length > 1) {
-      const rest = neighbours.slice(1);
-      const byId = new Map((await this.deps.store.getEntries(rest.map((n) => n.id))).map((e) => [e.id, e]));
-      for (const n of rest) {
-        const e = byId.get(n.id);
-        if (usableEntry(e)) {
-          found = { entry: e, cosine: n.cosine };
-          break;
+    // When the nearest are all unusable (expired and not yet swept, stored for another model,
+    // after other earlier turns), the search widens, so they cannot hide a usable entry behind them.
+    const read = new Set<number>([(neighbours[0] as Neighbour).id]);
+    for (let k = CANDIDATES; !found;) {
+      const rest = neighbours.filter((n) => !read.has(n.id));
+      if (rest.length > 0) {
+        const byId = new Map((await this.deps.store.getEntries(rest.map((n) => n.id))).map((e) => [e.id, e]));
+        for (const n of rest) {
+          read.add(n.id);
+          const e = byId.get(n.id);
+          if (usableEntry(e)) {
+            found = { entry: e, cosine: n.cosine };
+            break;
+          }
         }
       }
+      if (found || neighbours.length < k || k >= MAX_CANDIDATES) break;
+      k = Math.min(k * 8, MAX_CANDIDATES);
+      neighbours = this.deps.index.search(partition, vector, k);
     }
     if (!found) return null;
     const { entry, cosine } = found;
@@ -402,11 +414,25 @@ export class CacheService {
     return deleted;
   }
 
-  /** Deletes expired entries and drops them from the index. Returns how many. */
-  async sweepExpired(limit = 1000): Promise<number> {
-    const gone = await this.deps.store.deleteExpired(new Date(this.now()).toISOString(), limit);
-    for (const e of gone) this.deps.index.remove(partitionOf(e.accountId, e.contextHash), e.id);
-    return gone.length;
+  /**
+   * Deletes every expired entry and drops it from the index, then the change log's old rows, in
+   * batches of `batch`, letting requests through between batches. Returns how many entries.
+   */
+  async sweepExpired(batch = 1000): Promise<number> {
+    const store = this.deps.store;
+    const nowIso = new Date(this.now()).toISOString();
+    let deleted = 0;
+    for (;;) {
+      const gone = await store.deleteExpired(nowIso, batch);
+      for (const e of gone) this.deps.index.remove(partitionOf(e.accountId, e.contextHash), e.id);
+      deleted += gone.length;
+      if (gone.length < batch) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (store.pruneChanges) {
+      while ((await store.pruneChanges(batch)) >= batch) await new Promise((resolve) => setImmediate(resolve));
+    }
+    return deleted;
   }
 
   async usage(account: Account, from?: string, to?: string): Promise<UsageSummary> {

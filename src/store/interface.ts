@@ -166,6 +166,11 @@ export interface Store {
   recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void>;
   /** Deletes up to `limit` entries whose expires_at is at or before `now`; returns what was deleted. */
   deleteExpired(now: string, limit: number): Promise<DeletedEntry[]>;
+  /**
+   * Deletes up to `limit` of the oldest changes in the log other nodes catch up from, of those
+   * older than it keeps; returns how many. Only stores shared by several nodes have the log.
+   */
+  pruneChanges?(limit: number): Promise<number>;
   /** Every vector, in id order, for rebuilding an index. */
   scanVectors(afterId: number, limit: number): Promise<VectorRow[]>;
 

@@ -66,7 +66,7 @@ describe('PostgreSQL store beside other writers: key lookups and the change log'
     assert.ok((await store.findKeyByHash(hash))?.key.revokedAt);
   });
 
-  test(`the expiry sweep removes changes older than ${CHANGES_KEPT_DAYS} days and keeps the rest`, async () => {
+  test(`the change log's pruning removes changes older than ${CHANGES_KEPT_DAYS} days, a batch at a time, and keeps the rest`, async () => {
     await other.query(
       `INSERT INTO entry_changes (entry_id, op, account_id, context_hash, at) VALUES
          (1, 'put', 'acc', 'ctx', now() - make_interval(days => $1 + 1)),
@@ -75,7 +75,9 @@ describe('PostgreSQL store beside other writers: key lookups and the change log'
          (4, 'put', 'acc', 'ctx', now())`,
       [CHANGES_KEPT_DAYS],
     );
-    await store.deleteExpired(new Date().toISOString(), 1000);
+    assert.equal(await store.pruneChanges(1), 1);
+    assert.equal(await store.pruneChanges(1), 1);
+    assert.equal(await store.pruneChanges(1), 0);
     const { rows } = await other.query('SELECT entry_id FROM entry_changes ORDER BY seq');
     assert.deepEqual(
       rows.map((r) => Number(r.entry_id)),

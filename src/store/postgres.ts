@@ -490,7 +490,11 @@ export class PostgresStore implements Store {
   }
 
   async getEntry(accountId: string, id: number): Promise<Entry | null> {
-    const rows = await this.q('SELECT * FROM entries WHERE account_id = $1 AND id = $2', [accountId, id]);
+    const rows = await this.q('SELECT * FROM entries WHERE account_id = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3)', [
+      accountId,
+      id,
+      new Date().toISOString(),
+    ]);
     return rows[0] ? toEntry(rows[0]) : null;
   }
 
@@ -500,11 +504,12 @@ export class PostgresStore implements Store {
   }
 
   async listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: EntryOrder }): Promise<EntryPage> {
-    const args: unknown[] = [accountId];
-    let where = 'account_id = $1';
+    // Expired entries are gone for the account already, before the sweep deletes them.
+    const args: unknown[] = [accountId, new Date().toISOString()];
+    let where = 'account_id = $1 AND (expires_at IS NULL OR expires_at > $2)';
     if (opts.q) {
       args.push(`%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-      where += ` AND (query_text ILIKE $2 OR answer ILIKE $2 OR model ILIKE $2)`;
+      where += ` AND (query_text ILIKE $3 OR answer ILIKE $3 OR model ILIKE $3)`;
     }
     const order = ORDER_SQL[opts.order ?? 'recent'];
     const total = num((await this.q(`SELECT COUNT(*) AS n FROM entries WHERE ${where}`, args))[0]?.n);
@@ -556,14 +561,18 @@ export class PostgresStore implements Store {
         c,
         gone.map((g) => ({ entryId: g.id, op: 'delete' as const, accountId: g.accountId, contextHash: g.contextHash })),
       );
-      // The change log is read by nodes catching up; a week back is far more than any needs.
-      await c.query(
-        `DELETE FROM entry_changes WHERE seq IN (SELECT seq FROM entry_changes ORDER BY seq LIMIT $1)
-           AND at < now() - make_interval(days => $2)`,
-        [limit, CHANGES_KEPT_DAYS],
-      );
       return gone;
     });
+  }
+
+  async pruneChanges(limit: number): Promise<number> {
+    // The change log is read by nodes catching up; a week back is far more than any needs.
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM entry_changes WHERE seq IN (SELECT seq FROM entry_changes ORDER BY seq LIMIT $1)
+         AND at < now() - make_interval(days => $2)`,
+      [limit, CHANGES_KEPT_DAYS],
+    );
+    return rowCount ?? 0;
   }
 
   async scanVectors(afterId: number, limit: number): Promise<VectorRow[]> {

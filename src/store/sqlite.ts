@@ -279,7 +279,9 @@ export class SqliteStore implements Store {
       entryByHash: db.prepare<[string, string], EntryRow>(
         'SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count, lookup_ms_total FROM entries WHERE account_id = ? AND exact_hash = ?',
       ),
-      entryById: db.prepare<[string, number], EntryRow>('SELECT * FROM entries WHERE account_id = ? AND id = ?'),
+      entryById: db.prepare<[string, number, string], EntryRow>(
+        'SELECT * FROM entries WHERE account_id = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)',
+      ),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
       hit: db.prepare(
         'UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ?, lookup_ms_total = lookup_ms_total + ? WHERE id = ? AND created_at = ?',
@@ -501,7 +503,7 @@ export class SqliteStore implements Store {
   }
 
   async getEntry(accountId: string, id: number): Promise<Entry | null> {
-    const r = this.stmts.entryById.get(accountId, id);
+    const r = this.stmts.entryById.get(accountId, id, new Date().toISOString());
     return r ? toEntry(r) : null;
   }
 
@@ -517,8 +519,9 @@ export class SqliteStore implements Store {
   }
 
   async listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: EntryOrder }): Promise<EntryPage> {
-    const where = ['account_id = ?'];
-    const args: unknown[] = [accountId];
+    // Expired entries are gone for the account already, before the sweep deletes them.
+    const where = ['account_id = ?', '(expires_at IS NULL OR expires_at > ?)'];
+    const args: unknown[] = [accountId, new Date().toISOString()];
     if (opts.q) {
       where.push("(query_text LIKE ? ESCAPE '\\' OR answer LIKE ? ESCAPE '\\' OR model LIKE ? ESCAPE '\\')");
       const like = `%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -202,3 +202,42 @@ describe('POST /api/v1/check', () => {
     assert.equal(res.cache_hit, false);
   });
 });
+
+describe('POST /api/v1/check: candidates that cannot be served', () => {
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    t = await startTestApp({ embedder: await sharedEmbedder() });
+    key = await t.key();
+  });
+  after(async () => {
+    await t.close();
+    await closeSharedEmbedder();
+  });
+
+  test('entries for another model nearer the query do not hide one for the requested model', async () => {
+    const store = (content: string, answer: string, model: string) =>
+      t.post('/api/v1/store', { messages: [user(content)], answer, model }, key);
+    assert.equal((await store('What is the capital of Germany?', 'Berlin', 'gpt-4o')).statusCode, 200);
+    const nearer = [
+      "What's the capital of France?",
+      'Capital of France?',
+      "What is France's capital?",
+      'Which city is the capital of France?',
+      'Tell me the capital of France.',
+      'What is the capital city of France?',
+      'Name the capital of France.',
+      'Which city is France’s capital?',
+      'What city is the capital of France?',
+    ];
+    for (const q of nearer) assert.equal((await store(q, 'Paris', 'gpt-4o-mini')).statusCode, 200);
+    const messages = [user('What is the capital of France, please?')];
+    // Any usable candidate is served at this threshold: which one is the point.
+    const anyModel = (await t.post('/api/v1/check', { messages, similarity_threshold: 0 }, key)).json();
+    assert.equal(anyModel.answer, 'Paris');
+    const forModel = (await t.post('/api/v1/check', { messages, similarity_threshold: 0, model: 'gpt-4o' }, key)).json();
+    assert.equal(forModel.cache_hit, true, JSON.stringify(forModel));
+    assert.equal(forModel.answer, 'Berlin');
+    assert.equal(forModel.metadata.model, 'gpt-4o');
+  });
+});

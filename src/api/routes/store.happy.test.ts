@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startTestApp, user, type TestApp } from '../../../test/helpers.ts';
+import { closeSharedEmbedder, sharedEmbedder, startTestApp, user, type TestApp } from '../../../test/helpers.ts';
 
 describe('POST /api/v1/store', () => {
   let t: TestApp;
@@ -49,6 +49,39 @@ describe('POST /api/v1/store', () => {
       body = (await t.post('/api/v1/check', { messages }, key)).json();
     }
     assert.equal(body.cache_hit, false, JSON.stringify(body));
+  });
+});
+
+describe('expired entries', () => {
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    t = await startTestApp({ embedder: await sharedEmbedder() });
+    key = await t.key();
+  });
+  after(async () => {
+    await t.close();
+    await closeSharedEmbedder();
+  });
+
+  test('are gone from the entries API at once, and one sweep deletes more than a batch of them', async () => {
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await t.post('/api/v1/store', { messages: [user(`Short-lived question ${i}`)], answer: `${i}`, ttl_seconds: 1 }, key);
+      ids.push(res.json().entry_id);
+    }
+    assert.equal((await t.get('/api/v1/entries', key)).json().pagination.total, 5);
+    assert.equal(t.runtime.index.size, 5);
+    // Wait for the clock, not for the server: poll until the last one stops hitting.
+    const deadline = Date.now() + 5000;
+    while ((await t.post('/api/v1/check', { messages: [user('Short-lived question 4')] }, key)).json().cache_hit) {
+      assert.ok(Date.now() < deadline, 'the entry did not expire');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal((await t.get('/api/v1/entries', key)).json().pagination.total, 0);
+    assert.equal((await t.get(`/api/v1/entries/${ids[0]}`, key)).statusCode, 404);
+    assert.equal(await t.runtime.ctx.cache.sweepExpired(2), 5);
+    assert.equal(t.runtime.index.size, 0);
   });
 });
 
