@@ -147,11 +147,18 @@ export class UsageRecorder {
       for (const [id, at] of lastUsed) if (!this.lastUsed.has(id)) this.lastUsed.set(id, at);
       throw err;
     }
+    // Each write puts back only what it failed to write: hits already committed are not counted
+    // again because the keys' last-used times that follow them failed.
     try {
       if (hits.size > 0) await this.store.recordHits(hits);
-      if (lastUsed.size > 0) await this.store.touchKeys(lastUsed);
     } catch (err) {
       for (const [id, h] of hits) this.mergeHit(id, h);
+      for (const [id, at] of lastUsed) if (!this.lastUsed.has(id)) this.lastUsed.set(id, at);
+      throw err;
+    }
+    try {
+      if (lastUsed.size > 0) await this.store.touchKeys(lastUsed);
+    } catch (err) {
       for (const [id, at] of lastUsed) if (!this.lastUsed.has(id)) this.lastUsed.set(id, at);
       throw err;
     }
