@@ -184,7 +184,7 @@ async function accountsCommand(config: Config, args: string[], out: Out): Promis
       if (!account) throw new UsageError(`no account named ${name}`);
       await store.setPassword(account.id, hash);
     });
-    out(`Password set for ${name}. Sign in at /dashboard.`);
+    out(`Password set for ${name}; its dashboard sessions are signed out. Sign in at /dashboard.`);
     return;
   }
   if (sub !== 'list') throw new UsageError(`unknown accounts command ${sub ?? ''}; use list or set-password`);

@@ -177,6 +177,27 @@ export function storeConformance(
       assert.equal(await store.getSession(s.tokenHash, new Date(now).toISOString()), null);
     });
 
+    test("a new password ends the account's sessions, and only its own", async () => {
+      const a = await store.createAccount('conf-password', 'free');
+      const b = await store.createAccount('conf-password-b', 'free');
+      const now = new Date();
+      const session = (accountId: string) => ({
+        tokenHash: `t-${Math.random()}`,
+        accountId,
+        csrfToken: 'c',
+        createdAt: now.toISOString(),
+        expiresAt: new Date(now.getTime() + 60_000).toISOString(),
+      });
+      const sa = session(a.id);
+      const sb = session(b.id);
+      await store.createSession(sa);
+      await store.createSession(sb);
+      await store.setPassword(a.id, 'new-hash');
+      assert.equal(await store.getPasswordHash(a.id), 'new-hash');
+      assert.equal(await store.getSession(sa.tokenHash, now.toISOString()), null);
+      assert.deepEqual(await store.getSession(sb.tokenHash, now.toISOString()), sb);
+    });
+
     test('usage adds up per account and hour bucket, within a period', async () => {
       const a = await store.createAccount('conf-usage', 'free');
       const row = {

@@ -136,6 +136,7 @@ export interface Store {
   getAccountByName(name: string): Promise<Account | null>;
   listAccounts(): Promise<Account[]>;
   updateAccount(id: string, patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>): Promise<Account | null>;
+  /** Sets (or with null removes) the dashboard password and ends the account's sessions. */
   setPassword(accountId: string, passwordHash: string | null): Promise<void>;
   getPasswordHash(accountId: string): Promise<string | null>;
 

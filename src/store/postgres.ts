@@ -351,7 +351,10 @@ export class PostgresStore implements Store {
   }
 
   async setPassword(accountId: string, passwordHash: string | null): Promise<void> {
-    await this.q('UPDATE accounts SET password_hash = $1 WHERE id = $2', [passwordHash, accountId]);
+    await this.tx(async (c) => {
+      await c.query('UPDATE accounts SET password_hash = $1 WHERE id = $2', [passwordHash, accountId]);
+      await c.query('DELETE FROM sessions WHERE account_id = $1', [accountId]);
+    });
   }
 
   async getPasswordHash(accountId: string): Promise<string | null> {

@@ -361,7 +361,10 @@ export class SqliteStore implements Store {
 
   async setPassword(accountId: string, passwordHash: string | null): Promise<void> {
     this.keyCache.clear();
-    this.db.prepare('UPDATE accounts SET password_hash = ? WHERE id = ?').run(passwordHash, accountId);
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE accounts SET password_hash = ? WHERE id = ?').run(passwordHash, accountId);
+      this.db.prepare('DELETE FROM sessions WHERE account_id = ?').run(accountId);
+    })();
   }
 
   async getPasswordHash(accountId: string): Promise<string | null> {
