@@ -128,6 +128,26 @@ describe('dashboard API', () => {
     assert.equal(nul.json().error.details.field, 'account');
   });
 
+  test('query strings are checked as the API checks them: each odd one is a 400 naming its field', async () => {
+    const s = await signIn();
+    const cases: [string, string][] = [
+      ['/dashboard/api/entries?q=a&q=b', 'q'],
+      ['/dashboard/api/entries?order=constructor', 'order'],
+      ['/dashboard/api/entries?order=foo', 'order'],
+      ['/dashboard/api/entries?q=%00', 'q'],
+      [`/dashboard/api/entries?q=${'x'.repeat(201)}`, 'q'],
+      ['/dashboard/api/usage?granularity=week', 'granularity'],
+    ];
+    for (const [url, field] of cases) {
+      const res = await call('GET', url, s);
+      assert.equal(res.statusCode, 400, `${url}: ${res.body}`);
+      assert.equal(res.json().error.code, 'INVALID_INPUT', url);
+      assert.equal(res.json().error.details.field, field, url);
+    }
+    const revokeNul = await call('POST', '/dashboard/api/keys/%00/revoke', s);
+    assert.equal(revokeNul.statusCode, 404, revokeNul.body);
+  });
+
   test('keys: generate (secret once), list, revoke; the API refuses a revoked key at once', async () => {
     const s = await signIn();
     const created = await call('POST', '/dashboard/api/keys', s, { name: 'from the dashboard' });

@@ -4,8 +4,8 @@ import { createRequire } from 'node:module';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../api/context.ts';
 import { ApiError, invalid } from '../api/errors.ts';
-import { entryDetail, listEntries, parseEntryId, type EntryListQuery } from '../api/routes/entries.ts';
-import { usageBody, type UsageQuery } from '../api/routes/usage.ts';
+import { entryDetail, entryListQuerySchema, listEntries, parseEntryId, type EntryListQuery } from '../api/routes/entries.ts';
+import { usageBody, usageQuerySchema, type UsageQuery } from '../api/routes/usage.ts';
 import { createKey } from '../keys/keys.ts';
 import type { Account, Session } from '../store/interface.ts';
 import { verifyPassword } from './passwords.ts';
@@ -198,17 +198,23 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.post<{ Params: { id: string } }>('/dashboard/api/keys/:id/revoke', { schema: { hide: true } }, async (request) => {
     const account = await signedIn(request);
-    const key = await ctx.store.revokeKey(request.params.id, account.id);
+    // No key id has a NUL (PostgreSQL refuses one in text outright).
+    const key = request.params.id.includes('\u0000') ? null : await ctx.store.revokeKey(request.params.id, account.id);
     if (!key) throw new ApiError('NOT_FOUND', `No key ${request.params.id}`);
     return { id: key.id, status: 'revoked', revoked_at: key.revokedAt };
   });
 
-  app.get<{ Querystring: UsageQuery }>('/dashboard/api/usage', { schema: { hide: true } }, async (request) =>
-    usageBody(ctx, await signedIn(request), request.query),
+  // The same query strings as the API's, checked the same way.
+  app.get<{ Querystring: UsageQuery }>(
+    '/dashboard/api/usage',
+    { config: { route: 'usage' }, schema: { hide: true, querystring: usageQuerySchema } },
+    async (request) => usageBody(ctx, await signedIn(request), request.query),
   );
 
-  app.get<{ Querystring: EntryListQuery }>('/dashboard/api/entries', { schema: { hide: true } }, async (request) =>
-    listEntries(ctx, (await signedIn(request)).id, request.query),
+  app.get<{ Querystring: EntryListQuery }>(
+    '/dashboard/api/entries',
+    { config: { route: 'entries' }, schema: { hide: true, querystring: entryListQuerySchema } },
+    async (request) => listEntries(ctx, (await signedIn(request)).id, request.query),
   );
 
   app.get<{ Params: { id: string } }>('/dashboard/api/entries/:id', { schema: { hide: true } }, async (request) => {

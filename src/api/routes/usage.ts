@@ -75,6 +75,19 @@ export async function usageBody(ctx: AppContext, account: Account, query: UsageQ
   };
 }
 
+export const usageQuerySchema = {
+  type: 'object',
+  properties: {
+    from: { type: 'string', description: 'Count from this time (ISO 8601, inclusive; rounded down to the hour).' },
+    to: { type: 'string', description: 'Count up to this time (ISO 8601, exclusive; rounded up to the hour).' },
+    granularity: {
+      type: 'string',
+      enum: ['hour', 'day'],
+      description: 'Adds `series`: the same figures per hour or per UTC day, oldest first (periods without requests are left out).',
+    },
+  },
+} as const;
+
 export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Querystring: UsageQuery }>(
     '/api/v1/usage',
@@ -82,18 +95,7 @@ export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
       config: { route: 'usage' },
       schema: {
         summary: "The account's hit statistics and estimated savings",
-        querystring: {
-          type: 'object',
-          properties: {
-            from: { type: 'string', description: 'Count from this time (ISO 8601, inclusive; rounded down to the hour).' },
-            to: { type: 'string', description: 'Count up to this time (ISO 8601, exclusive; rounded up to the hour).' },
-            granularity: {
-              type: 'string',
-              enum: ['hour', 'day'],
-              description: 'Adds `series`: the same figures per hour or per UTC day, oldest first (periods without requests are left out).',
-            },
-          },
-        },
+        querystring: usageQuerySchema,
         response: { 200: usageResponseSchema, '4xx': errorResponseSchema },
       },
     },
