@@ -165,9 +165,14 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     reply.header('X-Request-Id', request.id);
     let pending: void | Promise<void> = undefined;
     try {
-      // A path may spell /api/v1 with percent-escapes (`/api/%761/check`); the route it matched says.
+      // A path may spell /api/v1 with percent-escapes (`/api/%761/check`), and a request may give
+      // the absolute form (`GET http://host/api/v1/usage`); the route it matched says.
       const url = request.url;
-      if (url.startsWith('/api/v1/') || url === '/api/v1' || (url.includes('%') && request.routeOptions.url?.startsWith('/api/v1/'))) {
+      if (
+        url.startsWith('/api/v1/') ||
+        url === '/api/v1' ||
+        ((url.includes('%') || !url.startsWith('/')) && request.routeOptions.url?.startsWith('/api/v1/'))
+      ) {
         pending = auth(request, reply);
       } else if (limiter.consumeSync !== undefined) {
         publicLimit(reply, limiter.consumeSync(`public:${request.ip}`, PUBLIC_RULE));

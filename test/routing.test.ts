@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { request } from 'node:http';
 import { startTestApp, type TestApp } from './helpers.ts';
 
 describe('routing, health and documents', () => {
@@ -48,6 +49,35 @@ describe('routing, health and documents', () => {
     const without = await t.get(url);
     assert.equal(without.statusCode, 401);
     assert.equal(without.json().error.code, 'INVALID_API_KEY');
+  });
+
+  test('a request in absolute form (GET http://host/api/v1/…) gets the same key check', async () => {
+    const server = await startTestApp();
+    try {
+      const secret = await server.key();
+      const address = await server.app.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = new URL(address);
+      const get = (headers: Record<string, string>) =>
+        new Promise<{ status: number; body: string; limit: string | undefined }>((resolve, reject) => {
+          // An absolute path is sent as given, as a client speaking to a proxy sends it.
+          const req = request({ host: '127.0.0.1', port, path: `${address}/api/v1/usage`, headers }, (res) => {
+            let body = '';
+            res.setEncoding('utf8').on('data', (d: string) => (body += d));
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, body, limit: res.headers['x-ratelimit-limit'] as string | undefined }),
+            );
+          });
+          req.on('error', reject).end();
+        });
+      const withKey = await get({ authorization: `Bearer ${secret}` });
+      assert.equal(withKey.status, 200, withKey.body);
+      assert.equal(JSON.parse(withKey.body).total_requests, 0);
+      const without = await get({});
+      assert.equal(without.status, 401, without.body);
+      assert.equal(JSON.parse(without.body).error.code, 'INVALID_API_KEY');
+    } finally {
+      await server.close();
+    }
   });
 
   test('a wrong method is 405 METHOD_NOT_ALLOWED with Allow', async () => {
