@@ -1,10 +1,17 @@
 import type { InputLimits } from '../config.ts';
 
 /**
- * Text without NUL (U+0000): PostgreSQL cannot store it, and no conversation needs it, so both
- * stores refuse it alike.
+ * Text without NUL (U+0000) and without unpaired surrogates (a JSON `"\ud83d"` alone): PostgreSQL
+ * cannot store a NUL, neither store can keep half a character as it was sent (each would give
+ * back a different replacement), and no conversation needs either, so both are refused alike.
+ * (The pattern is matched by code point: a surrogate pair, an emoji, is one character outside
+ * the range.)
  */
-export const NO_NUL = '^[^\\u0000]*$';
+export const STORABLE_TEXT = '^[^\\u0000\\uD800-\\uDFFF]*$';
+const storableText = new RegExp(STORABLE_TEXT, 'u');
+
+/** Whether a text passes `STORABLE_TEXT`, for fields checked outside a schema. */
+export const storable = (text: string): boolean => storableText.test(text);
 
 /** JSON schemas of the request and response bodies; they validate requests and make /openapi.json. */
 export function messageSchema(limits: InputLimits) {
@@ -13,7 +20,7 @@ export function messageSchema(limits: InputLimits) {
     required: ['role', 'content'],
     properties: {
       role: { type: 'string', enum: ['system', 'user', 'assistant'] },
-      content: { type: 'string', maxLength: limits.messageChars, pattern: NO_NUL },
+      content: { type: 'string', maxLength: limits.messageChars, pattern: STORABLE_TEXT },
     },
   } as const;
 }
@@ -31,7 +38,7 @@ export function messagesSchema(limits: InputLimits) {
 const namespace = {
   type: 'string',
   maxLength: 128,
-  pattern: NO_NUL,
+  pattern: STORABLE_TEXT,
   description: 'Extension: a scope inside the account. Entries stored in one namespace only match checks in the same one.',
 } as const;
 
@@ -54,7 +61,7 @@ export function checkBodySchema(limits: InputLimits) {
         type: 'string',
         minLength: 1,
         maxLength: 200,
-        pattern: NO_NUL,
+        pattern: STORABLE_TEXT,
         description: 'Extension: only match entries stored for this model.',
       },
     },
@@ -67,8 +74,8 @@ export function storeBodySchema(limits: InputLimits) {
     required: ['messages', 'answer'],
     properties: {
       messages: messagesSchema(limits),
-      answer: { type: 'string', minLength: 1, maxLength: limits.answerChars, pattern: NO_NUL },
-      model: { type: 'string', minLength: 1, maxLength: 200, pattern: NO_NUL, description: 'Defaults to "unknown".' },
+      answer: { type: 'string', minLength: 1, maxLength: limits.answerChars, pattern: STORABLE_TEXT },
+      model: { type: 'string', minLength: 1, maxLength: 200, pattern: STORABLE_TEXT, description: 'Defaults to "unknown".' },
       tokens_used: {
         type: 'integer',
         minimum: 0,

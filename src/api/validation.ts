@@ -1,5 +1,5 @@
 import { ApiError, describe } from './errors.ts';
-import { NO_NUL } from './schemas.ts';
+import { STORABLE_TEXT } from './schemas.ts';
 
 /** The parts of an Ajv error this module reads. */
 export interface SchemaError {
@@ -63,7 +63,9 @@ function expectation(e: SchemaError): string {
     case 'uniqueItems':
       return 'no repeated items';
     case 'pattern':
-      return p.pattern === NO_NUL ? 'text without NUL (U+0000) characters' : `a string matching ${String(p.pattern)}`;
+      return p.pattern === STORABLE_TEXT
+        ? 'text without NUL (U+0000) characters or unpaired surrogates'
+        : `a string matching ${String(p.pattern)}`;
     default:
       return e.message ?? e.keyword;
   }

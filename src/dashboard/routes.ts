@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../api/context.ts';
 import { ApiError, invalid } from '../api/errors.ts';
+import { storable } from '../api/schemas.ts';
 import { entryDetail, entryListQuerySchema, listEntries, parseEntryId, type EntryListQuery } from '../api/routes/entries.ts';
 import { usageBody, usageQuerySchema, type UsageQuery } from '../api/routes/usage.ts';
 import { createKey } from '../keys/keys.ts';
@@ -126,7 +127,7 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     { schema: { hide: true } },
     async (request, reply) => {
       const { account: name, password } = request.body ?? {};
-      if (typeof name !== 'string' || name.length === 0 || name.length > 100 || name.includes('\u0000'))
+      if (typeof name !== 'string' || name.length === 0 || name.length > 100 || !storable(name))
         throw invalid('account', 'an account name', name);
       if (typeof password !== 'string' || password.length === 0 || password.length > 1000)
         throw invalid('password', 'a password', undefined);
@@ -184,7 +185,7 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Body: { name?: unknown } }>('/dashboard/api/keys', { schema: { hide: true } }, async (request) => {
     const account = await signedIn(request);
     const name = request.body?.name;
-    if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > 100 || name.includes('\u0000')))
+    if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > 100 || !storable(name)))
       throw invalid('name', 'a string of at most 100 characters, without NUL', name);
     const created = await createKey(ctx.store, account, typeof name === 'string' && name.trim() ? name.trim() : null);
     return {

@@ -119,10 +119,21 @@ describe('POST /api/v1/check: invalid input', () => {
     }
   });
 
+  test('half a surrogate pair is a 400; a whole one (an emoji) is stored and given back as sent', async () => {
+    // JSON.stringify writes a lone surrogate as the escape `\ud83d`, as a client's JSON would.
+    const lone = await t.post('/api/v1/store', { messages: [user('smile')], answer: 'smile \ud83d' }, key);
+    assertError(lone, 400, 'INVALID_INPUT', 'answer');
+    const check = await t.post('/api/v1/check', { messages: [user('\udc00 smile')] }, key);
+    assertError(check, 400, 'INVALID_INPUT', 'messages[0].content');
+    const messages = [user('smile 😀')];
+    assert.equal((await t.post('/api/v1/store', { messages, answer: 'smile 😀' }, key)).statusCode, 200);
+    assert.equal((await t.post('/api/v1/check', { messages }, key)).json().answer, 'smile 😀');
+  });
+
   test('text with a NUL character is a 400 on check, store and the entry search', async () => {
     const check = await t.post('/api/v1/check', { messages: [user('a\u0000b')] }, key);
     const body = assertError(check, 400, 'INVALID_INPUT', 'messages[0].content');
-    assert.equal(body.error.details?.expected, 'text without NUL (U+0000) characters');
+    assert.equal(body.error.details?.expected, 'text without NUL (U+0000) characters or unpaired surrogates');
     const store = await t.post('/api/v1/store', { messages: [user('a')], answer: 'x\u0000y' }, key);
     assertError(store, 400, 'INVALID_INPUT', 'answer');
     const search = await t.app.inject({ method: 'GET', url: '/api/v1/entries?q=%00', headers: { authorization: `Bearer ${key}` } });

@@ -3,7 +3,7 @@ import { promptHash } from '../../cache/canonical.ts';
 import type { Entry, EntryOrder } from '../../store/interface.ts';
 import type { AppContext } from '../context.ts';
 import { ApiError, invalid } from '../errors.ts';
-import { errorResponseSchema, NO_NUL } from '../schemas.ts';
+import { errorResponseSchema, STORABLE_TEXT } from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
 export interface EntryListQuery {
@@ -18,7 +18,7 @@ export const entryListQuerySchema = {
   properties: {
     page: { type: 'string', description: 'Page number, from 1 (default 1).' },
     per_page: { type: 'string', description: 'Entries per page, 1 to 100 (default 20).' },
-    q: { type: 'string', maxLength: 200, pattern: NO_NUL, description: 'Text searched in the question, answer and model.' },
+    q: { type: 'string', maxLength: 200, pattern: STORABLE_TEXT, description: 'Text searched in the question, answer and model.' },
     order: {
       type: 'string',
       enum: ['recent', 'hits', 'slowest'],
