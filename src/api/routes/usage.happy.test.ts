@@ -117,4 +117,12 @@ describe('GET /api/v1/usage', () => {
     assert.equal(u.total_requests, 1);
     assert.deepEqual(u.period, { from: new Date(first).toISOString(), to: new Date(last + 3_600_000).toISOString() });
   });
+
+  test('a to in the last hour of year 9999 still counts everything before it', async () => {
+    const key = await t.key();
+    await t.post('/api/v1/check', { messages: [user('counted before the end of time')] }, key);
+    const u = (await t.get('/api/v1/usage?to=9999-12-31T23:30:00Z', key)).json();
+    assert.equal(u.total_requests, 1);
+    assert.equal(u.period.to, '9999-12-31T23:59:59.999Z');
+  });
 });

@@ -28,6 +28,7 @@ function realDay(year: number, month: number, day: number): boolean {
 }
 
 const HOUR_MS = 3_600_000;
+const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 /** The usage body (and, with `granularity`, its series) of an account. */
 export async function usageBody(ctx: AppContext, account: Account, query: UsageQuery) {
@@ -36,7 +37,9 @@ export async function usageBody(ctx: AppContext, account: Account, query: UsageQ
   if (fromMs !== undefined && toMs !== undefined && fromMs >= toMs) throw invalid('to', 'a time after from', query.to);
   // Counts are kept per hour: the period is widened to whole hours, and says so.
   const hourFloor = fromMs === undefined ? undefined : new Date(Math.floor(fromMs / HOUR_MS) * HOUR_MS).toISOString();
-  const to = toMs === undefined ? undefined : new Date(Math.ceil(toMs / HOUR_MS) * HOUR_MS).toISOString();
+  // (Capped at the last instant of year 9999: the next hour's ISO text, +010000-…, would sort
+  // before every hour counted.)
+  const to = toMs === undefined ? undefined : new Date(Math.min(Math.ceil(toMs / HOUR_MS) * HOUR_MS, LAST_INSTANT)).toISOString();
   const u = await ctx.cache.usage(account, hourFloor, to);
   const granularity = query.granularity;
   const series = granularity
