@@ -66,7 +66,9 @@ function publicLimit(reply: FastifyReply, r: LimitResult): void {
 
 /** Readies `reply` to answer `apiError` (status, Retry-After, a log line for a fault) and returns its body. */
 function errorReply(apiError: ApiError, cause: Error, request: FastifyRequest, reply: FastifyReply): ErrorBody {
-  if (apiError.status >= 500) {
+  if (apiError.code === 'SERVICE_UNAVAILABLE') {
+    request.log.warn({ err: cause, request_id: request.id }, 'request refused: a dependency is unavailable or the server is closing');
+  } else if (apiError.status >= 500) {
     request.log.error({ err: cause, request_id: request.id }, 'request failed');
   }
   reply.code(apiError.status);
@@ -89,7 +91,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: false } },
-    return503OnClosing: true,
+    // Requests that reach a closing server (pipelined, or on a busy keep-alive connection) are
+    // answered 503 by the hook below, in the spec's error shape rather than Fastify's.
+    return503OnClosing: false,
     logController: new RequestLog(),
     // Errors met before routing (a path that is not valid percent-encoding) skip the hooks and the
     // error handler: answered here in the same shape, with the same headers as a public path.
@@ -160,9 +164,19 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
 
   const auth = authHook(ctx);
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   // A callback hook: when auth and limits are decided in process, no promise is made per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
+    if (closing) {
+      reply.header('Connection', 'close');
+      done(new ApiError('SERVICE_UNAVAILABLE', 'Reprise is shutting down; retry on another node or after it restarts') as FastifyError);
+      return;
+    }
     let pending: void | Promise<void> = undefined;
     try {
       // A path may spell /api/v1 with percent-escapes (`/api/%761/check`), and a request may give

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { once } from 'node:events';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { startTestApp, type TestApp } from './helpers.ts';
 
 describe('routing, health and documents', () => {
@@ -75,6 +77,43 @@ describe('routing, health and documents', () => {
       const without = await get({});
       assert.equal(without.status, 401, without.body);
       assert.equal(JSON.parse(without.body).error.code, 'INVALID_API_KEY');
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('a request that reaches a closing server is 503 SERVICE_UNAVAILABLE in the error shape', async () => {
+    const server = await startTestApp();
+    try {
+      const secret = await server.key();
+      let arrived = (): void => undefined;
+      const firstArrived = new Promise<void>((resolve) => (arrived = resolve));
+      server.app.addHook('onRequest', (_request, _reply, done) => {
+        arrived();
+        done();
+      });
+      const { port } = new URL(await server.app.listen({ host: '127.0.0.1', port: 0 }));
+      const socket = connect(Number(port), '127.0.0.1');
+      let received = '';
+      socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+      const ended = once(socket, 'close');
+      const body = JSON.stringify({ messages: [{ role: 'user', content: 'held open across the close' }] });
+      const head = `POST /api/v1/check HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+      // The first request is in flight (its body held back) when the server starts closing; the
+      // second is pipelined behind it and so reaches the server while it closes.
+      socket.write(head + body.slice(0, 5));
+      await firstArrived;
+      const closed = server.app.close();
+      socket.write(body.slice(5) + head + body);
+      await ended;
+      await closed;
+      const [first, second] = received.split(/(?=HTTP\/1\.1 )/);
+      assert.match(first ?? '', /^HTTP\/1\.1 200/);
+      assert.match(second ?? '', /^HTTP\/1\.1 503/);
+      assert.match(second ?? '', /x-request-id: /i);
+      const error = JSON.parse((second ?? '').split('\r\n\r\n')[1] ?? '{}').error;
+      assert.equal(error.code, 'SERVICE_UNAVAILABLE');
+      assert.equal(typeof error.message, 'string');
     } finally {
       await server.close();
     }
