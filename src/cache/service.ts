@@ -360,6 +360,7 @@ export class CacheService {
       prefixVector = vs[1] ?? null;
     }
     const nowMs = this.now();
+    const createdAt = new Date(nowMs).toISOString();
     const ttl = input.ttlSeconds ?? account.entryTtlSeconds ?? this.deps.entryTtlSeconds;
     const entry = await this.deps.store.putEntry({
       accountId: account.id,
@@ -375,10 +376,11 @@ export class CacheService {
       embedderId: embedder?.id ?? null,
       vector,
       prefixVector,
-      createdAt: new Date(nowMs).toISOString(),
+      createdAt,
       expiresAt: ttl > 0 ? new Date(nowMs + ttl * 1000).toISOString() : null,
     });
-    this.deps.usage.forgetHits(entry.id);
+    // A new answer starts its count anew; the same answer stored again keeps its version and hits.
+    if (entry.createdAt === createdAt) this.deps.usage.forgetHits(entry.id);
     if (vector) this.deps.index.add(partitionOf(account.id, key.contextHash), entry.id, vector);
     this.deps.usage.count(account.id, { stores: 1 });
     return {

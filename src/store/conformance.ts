@@ -106,6 +106,27 @@ export function storeConformance(
       assert.equal(await store.getEntry(a.id, e1.id), null);
     });
 
+    test('the same answer stored again keeps when it was first cached and its hits, with the new expiry', async () => {
+      const a = await store.createAccount('conf-restore', 'free');
+      const e1 = await store.putEntry(entry(a.id, { exactHash: 'again', answer: 'same', createdAt: '2030-01-01T00:00:00.000Z' }));
+      await store.recordHits(new Map([[e1.id, { count: 3, at: '2030-01-01T01:00:00.000Z', lookupMs: 3, createdAt: e1.createdAt }]]));
+      const e2 = await store.putEntry(
+        entry(a.id, { exactHash: 'again', answer: 'same', createdAt: '2030-01-02T00:00:00.000Z', expiresAt: '2031-01-01T00:00:00.000Z' }),
+      );
+      assert.equal(e2.id, e1.id);
+      assert.equal(e2.createdAt, '2030-01-01T00:00:00.000Z');
+      assert.equal(e2.usageCount, 3);
+      assert.equal(e2.lastHitAt, '2030-01-01T01:00:00.000Z');
+      assert.equal(e2.expiresAt, '2031-01-01T00:00:00.000Z');
+      // Another model's answer of the same text is another response.
+      const e3 = await store.putEntry(
+        entry(a.id, { exactHash: 'again', answer: 'same', model: 'other', createdAt: '2030-01-03T00:00:00.000Z' }),
+      );
+      assert.equal(e3.createdAt, '2030-01-03T00:00:00.000Z');
+      assert.equal(e3.usageCount, 0);
+      assert.equal(e3.lastHitAt, null);
+    });
+
     test('concurrent stores all persist', async () => {
       const a = await store.createAccount('conf-concurrent', 'free');
       const puts = await Promise.all(Array.from({ length: 30 }, (_, i) => store.putEntry(entry(a.id, { exactHash: `c${i}` }))));

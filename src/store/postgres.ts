@@ -20,6 +20,9 @@ import type {
   VectorRow,
 } from './interface.ts';
 
+/** In an entry's upsert: the stored answer is the one being stored again (same answer and model). */
+const SAME = 'entries.answer = excluded.answer AND entries.model = excluded.model';
+
 /** A store error caused by the database being unreachable: answered 503, retried by clients. */
 export class StoreUnavailableError extends Error {
   readonly unavailable = true;
@@ -436,8 +439,13 @@ export class PostgresStore implements Store {
            messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
            answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
            embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
-           created_at = excluded.created_at, expires_at = excluded.expires_at, usage_count = 0, last_hit_at = NULL,
-           lookup_ms_total = 0
+           -- The same answer stored again (two clients that both missed) is the same response:
+           -- it keeps when it was first cached and its hits. Another answer starts anew.
+           created_at = CASE WHEN ${SAME} THEN entries.created_at ELSE excluded.created_at END,
+           usage_count = CASE WHEN ${SAME} THEN entries.usage_count ELSE 0 END,
+           last_hit_at = CASE WHEN ${SAME} THEN entries.last_hit_at ELSE NULL END,
+           lookup_ms_total = CASE WHEN ${SAME} THEN entries.lookup_ms_total ELSE 0 END,
+           expires_at = excluded.expires_at
          RETURNING *`,
         [
           e.accountId,

@@ -36,6 +36,17 @@ describe('POST /api/v1/store', () => {
     assert.equal(hit.metadata.usage_count, 1);
   });
 
+  test('storing the same answer again keeps created_at and usage_count', async () => {
+    const messages = [user('What is 2+2?')];
+    const body = { messages, answer: '4', model: 'gpt-4o', tokens_used: 3 };
+    await t.post('/api/v1/store', body, key);
+    const first = (await t.post('/api/v1/check', { messages }, key)).json();
+    await t.post('/api/v1/store', body, key);
+    const again = (await t.post('/api/v1/check', { messages }, key)).json();
+    assert.equal(again.created_at, first.created_at);
+    assert.equal(again.metadata.usage_count, 2);
+  });
+
   test('an entry with ttl_seconds stops hitting once expired', async () => {
     const messages = [user('What time is it?')];
     await t.post('/api/v1/store', { messages, answer: 'noon', ttl_seconds: 1 }, key);
