@@ -164,6 +164,13 @@ describe('routing, health and documents', () => {
     const schema = check.requestBody.content['application/json'].schema;
     assert.deepEqual(schema.required, ['messages']);
     assert.equal(schema.properties.similarity_threshold.maximum, 1);
+    // The extensions' answers are documented too.
+    const ok = (path: string, method: string) => doc.paths[path][method].responses['200'].content['application/json'].schema;
+    assert.ok(ok('/api/v1/entries', 'get').properties.pagination);
+    assert.ok(ok('/api/v1/entries/{id}', 'get').properties.prompt_hash);
+    assert.ok(ok('/api/v1/entries/{id}', 'delete').properties.deleted);
+    assert.ok(ok('/api/v1/health', 'get').properties.data);
+    assert.ok(ok('/api/v1/usage', 'get').properties.series);
   });
 
   test('an internal failure is a 500 INTERNAL_ERROR without internals', async () => {

@@ -48,7 +48,12 @@ export function checkBodySchema(limits: InputLimits) {
     required: ['messages'],
     properties: {
       messages: messagesSchema(limits),
-      similarity_threshold: { type: 'number', minimum: 0, maximum: 1, default: undefined },
+      similarity_threshold: {
+        type: 'number',
+        minimum: 0,
+        maximum: 1,
+        description: "A semantic candidate is a hit at or above it. Default: the account's default threshold, else 0.85.",
+      },
       cache_types: {
         type: 'array',
         minItems: 1,
@@ -188,5 +193,99 @@ export const usageResponseSchema = {
       description: 'Extension: the period counted (from inclusive, to exclusive); null bounds mean unbounded.',
       properties: { from: { type: ['string', 'null'] }, to: { type: ['string', 'null'] } },
     },
+    granularity: { type: 'string', enum: ['hour', 'day'], description: 'Extension: present with `series`.' },
+    series: {
+      type: 'array',
+      description: 'Extension, with `granularity`: the same figures per hour or per UTC day, oldest first.',
+      items: {
+        type: 'object',
+        properties: {
+          start: { type: 'string' },
+          total_requests: { type: 'integer' },
+          cache_hits: { type: 'integer' },
+          cache_misses: { type: 'integer' },
+          exact_hits: { type: 'integer' },
+          semantic_hits: { type: 'integer' },
+          hit_rate_percentage: { type: 'number' },
+          average_lookup_time_ms: { type: 'number' },
+          tokens_saved: { type: 'integer' },
+          estimated_cost_savings: { type: 'string' },
+          estimated_cost_savings_usd: { type: 'number' },
+          stores: { type: 'integer' },
+        },
+      },
+    },
+  },
+} as const;
+
+const entrySummaryProperties = {
+  id: { type: 'integer' },
+  question: { type: 'string', description: 'The final message (after the user turn before it, for a follow-up).' },
+  answer: { type: 'string' },
+  model: { type: 'string' },
+  tokens: { type: 'integer' },
+  usage_count: { type: 'integer' },
+  average_lookup_ms: { type: ['number', 'null'] },
+  created_at: { type: 'string' },
+  last_hit_at: { type: ['string', 'null'] },
+  expires_at: { type: ['string', 'null'] },
+  cache_types: { type: 'array', items: { type: 'string', enum: ['exact', 'semantic'] } },
+} as const;
+
+/** Extension: `GET /api/v1/entries`. */
+export const entryListResponseSchema = {
+  type: 'object',
+  required: ['data', 'pagination'],
+  properties: {
+    data: { type: 'array', items: { type: 'object', properties: entrySummaryProperties } },
+    pagination: {
+      type: 'object',
+      properties: {
+        page: { type: 'integer' },
+        per_page: { type: 'integer' },
+        total: { type: 'integer' },
+        total_pages: { type: 'integer' },
+      },
+    },
+  },
+} as const;
+
+/** Extension: `GET /api/v1/entries/{id}`. */
+export const entryDetailResponseSchema = {
+  type: 'object',
+  properties: {
+    ...entrySummaryProperties,
+    messages: {
+      type: 'array',
+      items: { type: 'object', properties: { role: { type: 'string' }, content: { type: 'string' } } },
+    },
+    prompt_hash: { type: 'string' },
+  },
+} as const;
+
+/** Extension: `DELETE /api/v1/entries/{id}`. */
+export const entryDeletedResponseSchema = {
+  type: 'object',
+  properties: { deleted: { type: 'boolean' }, id: { type: 'integer' } },
+} as const;
+
+/** `GET /api/v1/health`: the spec's generic envelope. */
+export const healthResponseSchema = {
+  type: 'object',
+  required: ['status', 'data', 'message', 'timestamp'],
+  properties: {
+    status: { type: 'string' },
+    data: {
+      type: 'object',
+      properties: {
+        healthy: { type: 'boolean' },
+        version: { type: 'string' },
+        account: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, plan: { type: 'string' } } },
+        cache_types: { type: 'array', items: { type: 'string', enum: ['exact', 'semantic'] } },
+        checks: { type: 'object', additionalProperties: { type: 'string' } },
+      },
+    },
+    message: { type: 'string' },
+    timestamp: { type: 'string' },
   },
 } as const;

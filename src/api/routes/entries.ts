@@ -3,7 +3,13 @@ import { promptHash } from '../../cache/canonical.ts';
 import type { Entry, EntryOrder } from '../../store/interface.ts';
 import type { AppContext } from '../context.ts';
 import { ApiError, invalid } from '../errors.ts';
-import { errorResponseSchema, STORABLE_TEXT } from '../schemas.ts';
+import {
+  entryDeletedResponseSchema,
+  entryDetailResponseSchema,
+  entryListResponseSchema,
+  errorResponseSchema,
+  STORABLE_TEXT,
+} from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
 export interface EntryListQuery {
@@ -85,7 +91,7 @@ export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         summary: "List the account's cached entries",
         querystring: entryListQuerySchema,
-        response: { '4xx': errorResponseSchema },
+        response: { 200: entryListResponseSchema, '4xx': errorResponseSchema },
       },
     },
     async (request) => listEntries(ctx, requireAccount(request).id, request.query),
@@ -95,7 +101,10 @@ export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
     '/api/v1/entries/:id',
     {
       config: { route: 'entries' },
-      schema: { summary: 'One cached entry with its conversation', response: { '4xx': errorResponseSchema } },
+      schema: {
+        summary: 'One cached entry with its conversation',
+        response: { 200: entryDetailResponseSchema, '4xx': errorResponseSchema },
+      },
     },
     async (request) => {
       const account = requireAccount(request);
@@ -109,7 +118,10 @@ export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
     '/api/v1/entries/:id',
     {
       config: { route: 'entries' },
-      schema: { summary: 'Delete a cached entry; it stops matching at once', response: { '4xx': errorResponseSchema } },
+      schema: {
+        summary: 'Delete a cached entry; it stops matching at once',
+        response: { 200: entryDeletedResponseSchema, '4xx': errorResponseSchema },
+      },
     },
     async (request) => {
       const account = requireAccount(request);

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../errors.ts';
+import { healthResponseSchema } from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
 function unavailable(checks: Record<string, string>): ApiError {
@@ -19,6 +20,7 @@ export function healthRoute(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         summary: 'Tests an integration: the key works and the cache answers',
         description: 'Uses the generic envelope {status, data, message, timestamp}.',
+        response: { 200: healthResponseSchema },
       },
     },
     async (request) => {
