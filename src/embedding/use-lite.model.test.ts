@@ -65,6 +65,15 @@ for (const backend of ['onnx', 'tfjs-wasm'] as const) {
       }
     });
 
+    test('a long text, tokenized a piece at a time, gives the ids of the whole text', () => {
+      const sentences = texts.filter((t) => t.length > 0).join('  ');
+      const long = `${sentences} `.repeat(20);
+      assert.ok(long.length > 5000);
+      const pieces = (model as unknown as { encode(text: string): number[] }).encode(long);
+      const whole = (model as unknown as { tokenizer: Tokenizer }).tokenizer.encode(long);
+      assert.deepEqual(pieces, whole);
+    });
+
     test('texts of different lengths in one batch give the same vectors as alone', async () => {
       const together = await model.embed(texts);
       for (const [i, text] of texts.entries()) {

@@ -8,6 +8,8 @@ import { dot } from '../cache/scorer.ts';
 export const DIMENSIONS = 512;
 /** Tokens per window: longer texts are embedded in windows whose vectors are averaged. */
 const WINDOW = 256;
+/** Characters tokenized at a time (see `encode`). */
+const TOKENIZE_CHARS = 2000;
 /** At most this many windows per text (evenly spaced over longer texts). */
 const MAX_WINDOWS = 16;
 /** Id of the unknown-piece token, used for a text with no tokens at all. */
@@ -228,9 +230,27 @@ export class UseLiteModel {
     return new UseLiteModel(encoder, new Tokenizer(vocabulary));
   }
 
+  /**
+   * The token ids of a text. The tokenizer's time grows with the square of its input (40,000
+   * characters took 3 s), so a long text is tokenized a piece at a time, cut before a space: each
+   * piece starts a word, as after a space, so the ids are the same as the whole text's.
+   */
+  private encode(text: string): number[] {
+    if (text.length <= TOKENIZE_CHARS) return this.tokenizer.encode(text);
+    const ids: number[] = [];
+    for (let start = 0; start < text.length;) {
+      let end = Math.min(text.length, start + TOKENIZE_CHARS);
+      const space = end < text.length ? text.lastIndexOf(' ', end) : -1;
+      if (space > start) end = space;
+      for (const id of this.tokenizer.encode(text.slice(start, end))) ids.push(id);
+      start = space > start && end === space ? end + 1 : end;
+    }
+    return ids;
+  }
+
   /** The token windows of a text: one for short texts, several evenly spaced ones for long texts. */
   private windows(text: string): number[][] {
-    const ids = this.tokenizer.encode(text);
+    const ids = this.encode(text);
     if (ids.length === 0) return [[UNKNOWN]];
     if (ids.length <= WINDOW) return [ids];
     const count = Math.ceil(ids.length / WINDOW);
