@@ -233,6 +233,11 @@ export async function runCli(argv: string[], out: Out = console.log, err: Out = 
       err(`reprise: ${(e as Error).message}`);
       return 1;
     }
+    if ((e as Error).name === 'EmbedderUnavailableError') {
+      // The probe at start-up learns the dimensions from the server named by REPRISE_EMBED_URL.
+      err(`reprise: cannot start the embedder (REPRISE_EMBED_URL): ${(e as Error).message}`);
+      return 1;
+    }
     throw e;
   }
 }

@@ -250,6 +250,11 @@ describe('the real server, as a user runs it', () => {
       assert.match(unopened.stderr, /cannot open the store at REPRISE_DATA_DIR/);
       assert.doesNotMatch(unopened.stderr, /\n\s+at /);
     }
+    // An embedding server that does not answer at start is named the same way.
+    const noEmbedder = await runCli(['serve'], { ...env, REPRISE_EMBEDDER: 'http', REPRISE_EMBED_URL: 'http://127.0.0.1:9' });
+    assert.equal(noEmbedder.code, 1);
+    assert.match(noEmbedder.stderr, /cannot start the embedder \(REPRISE_EMBED_URL\)/);
+    assert.doesNotMatch(noEmbedder.stderr, /\n\s+at /);
     const bad = await runCli(['serve'], { ...env, PORT: 'eighty' });
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /PORT: expected an integer/);

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { createHttpEmbedder } from './http.ts';
 import type { Embedder } from './interface.ts';
 import { createUseLiteEmbedder } from './use-lite.ts';
+import { startTestApp } from '../../test/helpers.ts';
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * (b[i] as number), 0);
 
@@ -59,11 +60,16 @@ describe('USE-lite embedder', () => {
 });
 
 describe('HTTP embedder', () => {
+  let failing = false;
   const server = createServer(async (req: IncomingMessage, res) => {
     let body = '';
     for await (const chunk of req) body += chunk;
     if (req.headers.authorization !== 'Bearer secret') {
       res.writeHead(401).end('{"error":"no"}');
+      return;
+    }
+    if (failing) {
+      res.writeHead(500).end('{"error":"overloaded"}');
       return;
     }
     const { input } = JSON.parse(body) as { input: string[] };
@@ -85,6 +91,29 @@ describe('HTTP embedder', () => {
     assert.ok(a && b);
     assert.ok(Math.abs((a[0] as number) - 3 / Math.sqrt(10)) < 1e-6);
     assert.ok(Math.abs((b[0] as number) - 1 / Math.sqrt(2)) < 1e-6);
+  });
+
+  test('when the embedding server fails, checks and stores that need it are 503 SERVICE_UNAVAILABLE', async () => {
+    const e = await createHttpEmbedder({ baseUrl: base, model: 'm', apiKey: 'secret' });
+    const t = await startTestApp({ embedder: e });
+    try {
+      const key = await t.key();
+      const messages = [{ role: 'user', content: 'What is the capital of Australia?' }];
+      failing = true;
+      for (const [url, body] of [
+        ['/api/v1/check', { messages }],
+        ['/api/v1/store', { messages, answer: 'Canberra' }],
+      ] as const) {
+        const res = await t.post(url, body, key);
+        assert.equal(res.statusCode, 503, `${url}: ${res.body}`);
+        assert.equal(res.json().error.code, 'SERVICE_UNAVAILABLE');
+      }
+      failing = false;
+      assert.equal((await t.post('/api/v1/store', { messages, answer: 'Canberra' }, key)).statusCode, 200);
+    } finally {
+      failing = false;
+      await t.close();
+    }
   });
 
   test('a refusal or an unreachable server is a clear error', async () => {

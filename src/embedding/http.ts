@@ -24,6 +24,15 @@ function normalise(values: number[]): Float32Array {
   return v;
 }
 
+/**
+ * The embedding server failed or answered something unusable. Requests that needed it are
+ * answered 503 SERVICE_UNAVAILABLE (the server is a dependency, like the database), not 500.
+ */
+export class EmbedderUnavailableError extends Error {
+  override readonly name = 'EmbedderUnavailableError';
+  readonly unavailable = true;
+}
+
 /** Embeds through an OpenAI-compatible `POST /v1/embeddings` endpoint run by the user. */
 class HttpEmbedder implements Embedder {
   readonly id: string;
@@ -59,16 +68,16 @@ class HttpEmbedder implements Embedder {
         signal: AbortSignal.timeout(this.opts.timeoutMs ?? 10_000),
       });
     } catch (err) {
-      throw new Error(`embedding server ${this.url} did not answer: ${(err as Error).message}`);
+      throw new EmbedderUnavailableError(`embedding server ${this.url} did not answer: ${(err as Error).message}`);
     }
     if (!res.ok) {
       const text = (await res.text().catch(() => '')).slice(0, 200);
-      throw new Error(`embedding server ${this.url} answered ${res.status}: ${text}`);
+      throw new EmbedderUnavailableError(`embedding server ${this.url} answered ${res.status}: ${text}`);
     }
     const body = (await res.json().catch(() => null)) as EmbeddingsResponse | null;
     const data = body?.data;
     if (!Array.isArray(data) || data.length !== input.length) {
-      throw new Error(
+      throw new EmbedderUnavailableError(
         `embedding server ${this.url} returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${input.length} texts`,
       );
     }
@@ -76,12 +85,19 @@ class HttpEmbedder implements Embedder {
     data.forEach((d, i) => {
       const index = typeof d.index === 'number' ? d.index : i;
       const e = d.embedding;
-      if (!Array.isArray(e) || e.some((x) => typeof x !== 'number') || index < 0 || index >= input.length) {
-        throw new Error(`embedding server ${this.url} returned a malformed vector`);
+      if (
+        !Array.isArray(e) ||
+        e.some((x) => typeof x !== 'number') ||
+        !Number.isInteger(index) ||
+        index < 0 ||
+        index >= input.length ||
+        vectors[index] !== undefined
+      ) {
+        throw new EmbedderUnavailableError(`embedding server ${this.url} returned a malformed vector`);
       }
       if (this.dimensions === 0) this.dimensions = e.length;
       if (e.length !== this.dimensions) {
-        throw new Error(`embedding server ${this.url} returned ${e.length} dimensions, expected ${this.dimensions}`);
+        throw new EmbedderUnavailableError(`embedding server ${this.url} returned ${e.length} dimensions, expected ${this.dimensions}`);
       }
       vectors[index] = normalise(e as number[]);
     });
