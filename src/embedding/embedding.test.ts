@@ -57,6 +57,40 @@ describe('USE-lite embedder', () => {
     assert.ok(Math.abs(dot(empty, empty) - 1) < 1e-4);
     assert.ok(Math.abs(dot(big, big) - 1) < 1e-4);
   });
+
+  test(
+    'a worker that stops and cannot be restarted: checks are refused, not left waiting, until one starts',
+    { timeout: 30_000 },
+    async () => {
+      const pool = (await createUseLiteEmbedder({ workers: 1 })) as Embedder & {
+        addWorker(): Promise<void>;
+        slots: { worker: { terminate(): Promise<number>; once(event: 'exit', f: () => void): void } }[];
+      };
+      try {
+        const addWorker = pool.addWorker.bind(pool);
+        // The model no longer loads (say, out of memory) when the pool restarts its worker.
+        pool.addWorker = () => Promise.reject(new Error('the model did not load'));
+        const worker = (pool.slots[0] as (typeof pool.slots)[number]).worker;
+        const exited = new Promise<void>((resolve) => worker.once('exit', resolve));
+        await worker.terminate();
+        await exited;
+        await assert.rejects(pool.embed(['anyone there?']), (err: Error & { unavailable?: boolean }) => err.unavailable === true);
+        // The pool keeps trying; once the model loads again, texts are embedded again.
+        pool.addWorker = addWorker;
+        const deadline = Date.now() + 10_000;
+        let vector: Float32Array | undefined;
+        while (!vector && Date.now() < deadline) {
+          vector = await pool.embed(['anyone there?']).then(
+            ([v]) => v,
+            () => new Promise<undefined>((resolve) => setTimeout(resolve, 100)),
+          );
+        }
+        assert.equal(vector?.length, 512);
+      } finally {
+        await pool.close();
+      }
+    },
+  );
 });
 
 describe('HTTP embedder', () => {

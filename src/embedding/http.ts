@@ -1,4 +1,4 @@
-import type { Embedder } from './interface.ts';
+import { EmbedderUnavailableError, type Embedder } from './interface.ts';
 
 export interface HttpEmbedderOptions {
   /** Base URL of an OpenAI-compatible server; `/v1/embeddings` is appended. */
@@ -22,15 +22,6 @@ function normalise(values: number[]): Float32Array {
   norm = Math.sqrt(norm) || 1;
   for (let i = 0; i < v.length; i++) v[i] = (v[i] as number) / norm;
   return v;
-}
-
-/**
- * The embedding server failed or answered something unusable. Requests that needed it are
- * answered 503 SERVICE_UNAVAILABLE (the server is a dependency, like the database), not 500.
- */
-export class EmbedderUnavailableError extends Error {
-  override readonly name = 'EmbedderUnavailableError';
-  readonly unavailable = true;
 }
 
 /** Embeds through an OpenAI-compatible `POST /v1/embeddings` endpoint run by the user. */

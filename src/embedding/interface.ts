@@ -20,3 +20,13 @@ export interface Embedder {
   /** Releases workers and handles. */
   close(): Promise<void>;
 }
+
+/**
+ * The embedder cannot embed now: its server failed or answered something unusable, or no worker
+ * is running. Requests that needed it are answered 503 SERVICE_UNAVAILABLE, like a database
+ * that is away, not 500.
+ */
+export class EmbedderUnavailableError extends Error {
+  override readonly name = 'EmbedderUnavailableError';
+  readonly unavailable = true;
+}

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import type { Embedder } from './interface.ts';
+import { EmbedderUnavailableError, type Embedder } from './interface.ts';
 import { Lru } from '../util/lru.ts';
 
 const DIMENSIONS = 512;
@@ -98,16 +98,28 @@ class UseLitePool implements Embedder {
           reject(err);
           return;
         }
-        if (!this.closed) {
-          this.addWorker().catch((e: unknown) => {
-            for (const p of this.queue.splice(0)) p.reject(e instanceof Error ? e : new Error(String(e)));
-          });
-        }
+        this.respawn(1000);
       };
       worker.on('error', fail);
       worker.on('exit', (code) => {
         if (this.slots.includes(slot)) fail(new Error(`exit code ${code}`));
       });
+    });
+  }
+
+  /**
+   * Starts a worker in place of one that stopped. If it cannot start (the model does not load),
+   * what waits is refused while no worker is left, and it is tried again later, waiting twice as
+   * long each time (up to 30 s).
+   */
+  private respawn(retryMs: number): void {
+    if (this.closed) return;
+    this.addWorker().catch((e: unknown) => {
+      if (this.slots.length === 0) {
+        const err = new EmbedderUnavailableError(`no embedding worker is running: ${e instanceof Error ? e.message : String(e)}`);
+        for (const p of this.queue.splice(0)) p.reject(err);
+      }
+      setTimeout(() => this.respawn(Math.min(retryMs * 2, 30_000)), retryMs).unref();
     });
   }
 
@@ -148,6 +160,7 @@ class UseLitePool implements Embedder {
 
   async embed(texts: readonly string[], scope?: string): Promise<Float32Array[]> {
     if (this.closed) throw new Error('embedder is closed');
+    if (this.slots.length === 0) throw new EmbedderUnavailableError('no embedding worker is running; one is being restarted');
     const all = Promise.all(texts.map((t) => this.one(t, scope)));
     this.pump();
     return all;
