@@ -7,6 +7,10 @@ describe('configuration from the environment', () => {
     for (const [variable, value] of [
       ['LOG_LEVEL', 'verbose'],
       ['REPRISE_TRUST_PROXY', 'maybe'],
+      // Shaped like addresses, yet not ones: refused here, not by a stack trace at start-up.
+      ['REPRISE_TRUST_PROXY', '1.2.3.4/99'],
+      ['REPRISE_TRUST_PROXY', '1.2.3.999'],
+      ['REPRISE_TRUST_PROXY', '::1/129'],
       ['PORT', 'eighty'],
     ] as const) {
       assert.throws(
@@ -22,5 +26,6 @@ describe('configuration from the environment', () => {
     assert.equal(loadConfig({ REPRISE_TRUST_PROXY: 'true' }).trustProxy, 1);
     assert.equal(loadConfig({ REPRISE_TRUST_PROXY: '2' }).trustProxy, 2);
     assert.deepEqual(loadConfig({ REPRISE_TRUST_PROXY: '10.0.0.1, 192.168.0.0/16' }).trustProxy, ['10.0.0.1', '192.168.0.0/16']);
+    assert.deepEqual(loadConfig({ REPRISE_TRUST_PROXY: 'fd00::/8,::1' }).trustProxy, ['fd00::/8', '::1']);
   });
 });

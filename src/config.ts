@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { DEFAULT_PLANS, type PlanTable } from './limits/plans.ts';
 import { DEFAULT_PRICES, type PriceTable } from './cache/pricing.ts';
@@ -93,7 +94,14 @@ function trustProxy(env: Env): false | number | string[] {
   if (/^(true|yes|on)$/i.test(raw)) return 1;
   if (/^\d+$/.test(raw)) return Number(raw);
   const list = raw.split(',').map((s) => s.trim());
-  if (list.some((s) => !/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(s)))
+  // An address (IPv4 or IPv6), with a prefix length its family allows.
+  const proxy = (s: string): boolean => {
+    const [address = '', prefix, more] = s.split('/');
+    const family = isIP(address);
+    if (family === 0 || more !== undefined) return false;
+    return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+  };
+  if (!list.every(proxy))
     throw new ConfigError(
       'REPRISE_TRUST_PROXY',
       `expected true, false, a number of proxies, or proxy addresses separated by commas, got ${JSON.stringify(raw)}`,
