@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { setImmediate } from 'node:timers/promises';
 import type { Embedder } from '../embedding/interface.ts';
 import type { Account, Entry, EntryHead, Store, UsageDelta } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
@@ -429,11 +430,9 @@ export class CacheService {
       for (const e of gone) this.deps.index.remove(partitionOf(e.accountId, e.contextHash), e.id);
       deleted += gone.length;
       if (gone.length < batch) break;
-      await new Promise((resolve) => setImmediate(resolve));
+      await setImmediate();
     }
-    if (store.pruneChanges) {
-      while ((await store.pruneChanges(batch)) >= batch) await new Promise((resolve) => setImmediate(resolve));
-    }
+    if (store.pruneChanges) while ((await store.pruneChanges(batch)) >= batch) await setImmediate();
     return deleted;
   }
 

@@ -135,30 +135,25 @@ export class UsageRecorder {
     this.usage = new Map();
     this.hits = new Map();
     this.lastUsed = new Map();
+    // The three writes go out in turn; a failure puts back what it and the writes after it did
+    // not write, and nothing already committed (hits written are not counted again because the
+    // keys' last-used times after them failed).
+    let written = 0;
     try {
       if (usage.size > 0) await this.store.addUsage([...usage.values()]);
-    } catch (err) {
-      for (const [k, row] of usage) {
-        const cur = this.usage.get(k);
-        if (cur) addDelta(cur, row);
-        else this.usage.set(k, row);
-      }
-      for (const [id, h] of hits) this.mergeHit(id, h);
-      for (const [id, at] of lastUsed) if (!this.lastUsed.has(id)) this.lastUsed.set(id, at);
-      throw err;
-    }
-    // Each write puts back only what it failed to write: hits already committed are not counted
-    // again because the keys' last-used times that follow them failed.
-    try {
+      written = 1;
       if (hits.size > 0) await this.store.recordHits(hits);
-    } catch (err) {
-      for (const [id, h] of hits) this.mergeHit(id, h);
-      for (const [id, at] of lastUsed) if (!this.lastUsed.has(id)) this.lastUsed.set(id, at);
-      throw err;
-    }
-    try {
+      written = 2;
       if (lastUsed.size > 0) await this.store.touchKeys(lastUsed);
     } catch (err) {
+      if (written < 1) {
+        for (const [k, row] of usage) {
+          const cur = this.usage.get(k);
+          if (cur) addDelta(cur, row);
+          else this.usage.set(k, row);
+        }
+      }
+      if (written < 2) for (const [id, h] of hits) this.mergeHit(id, h);
       for (const [id, at] of lastUsed) if (!this.lastUsed.has(id)) this.lastUsed.set(id, at);
       throw err;
     }

@@ -35,6 +35,21 @@ export function hourBucket(ms: number): string {
   return lastBucket;
 }
 
+const SAME_ANSWER = 'entries.answer = excluded.answer AND entries.model = excluded.model';
+
+/**
+ * In an entry's upsert (`ON CONFLICT … DO UPDATE SET`), its version and counts; the same SQL in
+ * SQLite and PostgreSQL. The same answer and model stored again (two clients that both missed)
+ * are the same response: it keeps when it was first cached and its hits. Another answer starts
+ * anew.
+ */
+export const RESTORED_ENTRY_SQL = [
+  `created_at = CASE WHEN ${SAME_ANSWER} THEN entries.created_at ELSE excluded.created_at END`,
+  `usage_count = CASE WHEN ${SAME_ANSWER} THEN entries.usage_count ELSE 0 END`,
+  `last_hit_at = CASE WHEN ${SAME_ANSWER} THEN entries.last_hit_at ELSE NULL END`,
+  `lookup_ms_total = CASE WHEN ${SAME_ANSWER} THEN entries.lookup_ms_total ELSE 0 END`,
+].join(', ');
+
 /** ORDER BY of each entry ordering; the same SQL in SQLite and PostgreSQL. */
 export const ORDER_SQL: Record<EntryOrder, string> = {
   recent: 'id DESC',

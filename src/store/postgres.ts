@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { AUTH_CHANNEL, KeyCache } from './pg-key-cache.ts';
 import type { Message } from '../cache/canonical.ts';
-import { bufferToVector, newId, ORDER_SQL, vectorToBuffer } from './ids.ts';
+import { bufferToVector, newId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
 import type {
   Account,
   ApiKey,
@@ -19,9 +19,6 @@ import type {
   UsageRow,
   VectorRow,
 } from './interface.ts';
-
-/** In an entry's upsert: the stored answer is the one being stored again (same answer and model). */
-const SAME = 'entries.answer = excluded.answer AND entries.model = excluded.model';
 
 /** A store error caused by the database being unreachable: answered 503, retried by clients. */
 export class StoreUnavailableError extends Error {
@@ -439,13 +436,7 @@ export class PostgresStore implements Store {
            messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
            answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
            embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
-           -- The same answer stored again (two clients that both missed) is the same response:
-           -- it keeps when it was first cached and its hits. Another answer starts anew.
-           created_at = CASE WHEN ${SAME} THEN entries.created_at ELSE excluded.created_at END,
-           usage_count = CASE WHEN ${SAME} THEN entries.usage_count ELSE 0 END,
-           last_hit_at = CASE WHEN ${SAME} THEN entries.last_hit_at ELSE NULL END,
-           lookup_ms_total = CASE WHEN ${SAME} THEN entries.lookup_ms_total ELSE 0 END,
-           expires_at = excluded.expires_at
+           ${RESTORED_ENTRY_SQL}, expires_at = excluded.expires_at
          RETURNING *`,
         [
           e.accountId,
