@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
+import { entry as newEntry } from '../store/conformance.ts';
 import { PostgresStore } from '../store/postgres.ts';
 import { UsageRecorder } from './usage.ts';
 
@@ -34,23 +35,7 @@ describe('usage counts on PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
   test('hits already written are not counted again when the write after them fails', async () => {
     const account = await store.createAccount('hits-once', 'free');
     const key = await store.createKey({ accountId: account.id, name: null, prefix: 'rp_live_once', secretHash: `once-${Math.random()}` });
-    const entry = await store.putEntry({
-      accountId: account.id,
-      exactHash: 'once',
-      contextHash: 'ctx',
-      prefixHash: 'p',
-      messages: [{ role: 'user', content: 'q' }],
-      queryText: 'q',
-      prefixText: '',
-      answer: 'a',
-      model: 'm',
-      tokens: 3,
-      embedderId: 'e',
-      vector: null,
-      prefixVector: null,
-      createdAt: new Date().toISOString(),
-      expiresAt: null,
-    });
+    const entry = await store.putEntry(newEntry(account.id, { exactHash: 'once' }));
     const usage = new UsageRecorder(store);
     for (let i = 0; i < 3; i++) usage.hit(entry.id, entry.createdAt, 0.1);
     usage.keyUsed(key.id);

@@ -2,6 +2,26 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { NewEntry, Store } from './interface.ts';
 
+/** A new entry of `accountId` with test values, changed by `over`. */
+export const entry = (accountId: string, over: Partial<NewEntry> = {}): NewEntry => ({
+  accountId,
+  exactHash: `h-${Math.random()}`,
+  contextHash: 'ctx',
+  prefixHash: 'p',
+  messages: [{ role: 'user', content: 'q' }],
+  queryText: 'q',
+  prefixText: '',
+  answer: 'a',
+  model: 'm',
+  tokens: 3,
+  embedderId: 'e',
+  vector: Float32Array.from([0.6, 0.8]),
+  prefixVector: null,
+  createdAt: new Date().toISOString(),
+  expiresAt: null,
+  ...over,
+});
+
 /** One suite for every Store implementation. */
 export function storeConformance(
   name: string,
@@ -17,25 +37,6 @@ export function storeConformance(
     after(async () => {
       await store.close();
       await cleanup();
-    });
-
-    const entry = (accountId: string, over: Partial<NewEntry> = {}): NewEntry => ({
-      accountId,
-      exactHash: `h-${Math.random()}`,
-      contextHash: 'ctx',
-      prefixHash: 'p',
-      messages: [{ role: 'user', content: 'q' }],
-      queryText: 'q',
-      prefixText: '',
-      answer: 'a',
-      model: 'm',
-      tokens: 3,
-      embedderId: 'e',
-      vector: Float32Array.from([0.6, 0.8]),
-      prefixVector: null,
-      createdAt: new Date().toISOString(),
-      expiresAt: null,
-      ...over,
     });
 
     test('accounts: create, find by id and name, update, list; names are unique', async () => {
