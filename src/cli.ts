@@ -119,9 +119,13 @@ async function keysCommand(config: Config, args: string[], out: Out): Promise<vo
     case 'revoke': {
       const id = positionals[0];
       if (!id) throw new UsageError('keys revoke needs KEY_ID (see keys list)');
-      const key = await withStore(config, (store) => store.revokeKey(id));
+      const { before, key } = await withStore(config, async (store) => {
+        const before = await store.getKey(id);
+        return { before, key: before === null ? null : await store.revokeKey(id) };
+      });
       if (!key) throw new UsageError(`no key with id ${id}`);
-      out(`Revoked key ${key.id} (${key.prefix}…) at ${key.revokedAt ?? ''}.`);
+      if (before?.revokedAt) out(`Key ${key.id} (${key.prefix}…) was already revoked at ${before.revokedAt}.`);
+      else out(`Revoked key ${key.id} (${key.prefix}…) at ${key.revokedAt ?? ''}.`);
       return;
     }
     default:
@@ -129,10 +133,13 @@ async function keysCommand(config: Config, args: string[], out: Out): Promise<vo
   }
 }
 
-/** Reads a password: the first line of stdin when piped, or typed without echo at a terminal. */
-async function readPassword(prompt: string): Promise<string> {
+/**
+ * Reads a password: the first line of stdin when it is piped or `fromStdin` is set, or typed
+ * without echo at a terminal.
+ */
+async function readPassword(prompt: string, fromStdin: boolean): Promise<string> {
   const stdin = process.stdin;
-  if (!stdin.isTTY) {
+  if (fromStdin || !stdin.isTTY) {
     let text = '';
     for await (const chunk of stdin) text += String(chunk);
     return text.split(/\r?\n/)[0] ?? '';
@@ -175,7 +182,7 @@ async function accountsCommand(config: Config, args: string[], out: Out): Promis
   if (sub === 'set-password') {
     const name = positionals[0];
     if (!name) throw new UsageError('accounts set-password needs NAME');
-    const password = await readPassword(`New dashboard password for ${name}: `);
+    const password = await readPassword(`New dashboard password for ${name}: `, values['password-stdin']);
     if (password.length < 8) throw new UsageError('the password must have at least 8 characters');
     const { hashPassword } = await import('./dashboard/passwords.ts');
     const hash = await hashPassword(password);
@@ -229,7 +236,7 @@ export async function runCli(argv: string[], out: Out = console.log, err: Out = 
       err(`reprise: configuration error: ${(e as Error).message}`);
       return 2;
     }
-    if ((e as Error).name === 'StoreOpenError') {
+    if ((e as Error).name === 'StoreOpenError' || (e as Error).name === 'ListenError') {
       err(`reprise: ${(e as Error).message}`);
       return 1;
     }

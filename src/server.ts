@@ -36,6 +36,18 @@ export async function bootstrap(store: Store, config: Config, print: (s: string)
   );
 }
 
+/** The server could not listen where HOST and PORT say (a name that does not resolve, a port in use). */
+export class ListenError extends Error {
+  override name = 'ListenError';
+}
+
+const LISTEN_FAILURES: Record<string, string> = {
+  EADDRINUSE: 'the port is in use',
+  EADDRNOTAVAIL: 'the address is not one of this machine',
+  EACCES: 'permission denied (a port below 1024 needs privileges)',
+  ENOTFOUND: 'the host name does not resolve',
+};
+
 export interface Server {
   app: FastifyInstance;
   runtime: Runtime;
@@ -46,12 +58,22 @@ export interface Server {
 export async function startServer(config: Config): Promise<Server> {
   const started = performance.now();
   const runtime = await createRuntime(config);
-  await bootstrap(runtime.ctx.store, config, (s) => process.stdout.write(`${s}\n`));
   // Log lines are batched (16 KB, or 20 ms) and written asynchronously, so logging stays off the request path.
   const destination = new LogDestination();
   const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, destination);
   const app = await buildApp(runtime.ctx, { loggerInstance: logger });
-  const url = await app.listen({ host: config.host, port: config.port });
+  let url: string;
+  try {
+    url = await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    await app.close();
+    await runtime.close();
+    const e = err as NodeJS.ErrnoException;
+    const why = (e.code && LISTEN_FAILURES[e.code]) ?? e.code ?? e.message;
+    throw new ListenError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${why}`, { cause: err });
+  }
+  // The first start's key is printed once the server listens, so it is never shown for a server that did not start.
+  await bootstrap(runtime.ctx.store, config, (s) => process.stdout.write(`${s}\n`));
   app.log.info(
     {
       url,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -74,6 +75,10 @@ describe('the real server, as a user runs it', () => {
 
     const revoked = await runCli(['keys', 'revoke', k.key_id], env);
     assert.equal(revoked.code, 0, revoked.stderr);
+    assert.match(revoked.stdout, /^Revoked key /);
+    const again = await runCli(['keys', 'revoke', k.key_id], env);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /was already revoked at /);
     const refused = await api(server.url, 'GET', '/api/v1/usage', k.key);
     assert.equal(refused.status, 401);
     assert.equal(refused.json.error.code, 'INVALID_API_KEY');
@@ -255,6 +260,18 @@ describe('the real server, as a user runs it', () => {
     assert.equal(noEmbedder.code, 1);
     assert.match(noEmbedder.stderr, /cannot start the embedder \(REPRISE_EMBED_URL\)/);
     assert.doesNotMatch(noEmbedder.stderr, /\n\s+at /);
+    // A port already taken is named in one line, and no key is printed for a server that did not start.
+    const taken = createServer();
+    taken.listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    const port = (taken.address() as AddressInfo).port;
+    const fresh = { ...env, REPRISE_DATA_DIR: path.join(dir, 'port-taken'), PORT: String(port) };
+    const inUse = await runCli(['serve'], fresh);
+    taken.close();
+    assert.equal(inUse.code, 1);
+    assert.match(inUse.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port} \\(HOST, PORT\\): the port is in use`));
+    assert.doesNotMatch(inUse.stderr, /\n\s+at /);
+    assert.doesNotMatch(inUse.stdout, /rp_live_/);
     const bad = await runCli(['serve'], { ...env, PORT: 'eighty' });
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /PORT: expected an integer/);
