@@ -223,6 +223,7 @@ const entrySummaryProperties = {
   question: { type: 'string', description: 'The final message (after the user turn before it, for a follow-up).' },
   answer: { type: 'string' },
   model: { type: 'string' },
+  namespace: { type: ['string', 'null'], description: 'The namespace the entry was stored in; null when none.' },
   tokens: { type: 'integer' },
   usage_count: { type: 'integer' },
   average_lookup_ms: { type: ['number', 'null'] },

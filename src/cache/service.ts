@@ -367,6 +367,7 @@ export class CacheService {
       accountId: account.id,
       exactHash: entryKey(hash, input.namespace),
       contextHash: key.contextHash,
+      namespace: input.namespace || null,
       prefixHash: key.prefixHash,
       messages: input.messages.map((m) => ({ role: m.role, content: m.content })),
       queryText: key.queryText,

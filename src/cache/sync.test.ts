@@ -45,6 +45,7 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
       accountId: account.id,
       exactHash: `hash-${text}`,
       contextHash: 'ctx',
+      namespace: null,
       prefixHash: '',
       messages: [{ role: 'user' as const, content: text }],
       queryText: text,

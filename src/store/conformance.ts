@@ -7,6 +7,7 @@ export const entry = (accountId: string, over: Partial<NewEntry> = {}): NewEntry
   accountId,
   exactHash: `h-${Math.random()}`,
   contextHash: 'ctx',
+  namespace: null,
   prefixHash: 'p',
   messages: [{ role: 'user', content: 'q' }],
   queryText: 'q',
@@ -163,6 +164,24 @@ export function storeConformance(
       assert.deepEqual(
         found.entries.map((e) => e.queryText),
         ['special 100%'],
+      );
+    });
+
+    test('an entry keeps its namespace; listEntries keeps one namespace, also with a search', async () => {
+      const a = await store.createAccount('conf-namespace', 'free');
+      const plain = await store.putEntry(entry(a.id, { queryText: 'deploy steps' }));
+      const docs = await store.putEntry(entry(a.id, { namespace: 'docs', queryText: 'deploy steps' }));
+      await store.putEntry(entry(a.id, { namespace: 'docs', queryText: 'other' }));
+      assert.equal(plain.namespace, null);
+      assert.equal((await store.getEntry(a.id, docs.id))?.namespace, 'docs');
+      assert.equal((await store.listEntries(a.id, { page: 1, perPage: 10 })).total, 3);
+      const inDocs = await store.listEntries(a.id, { page: 1, perPage: 10, namespace: 'docs' });
+      assert.equal(inDocs.total, 2);
+      assert.ok(inDocs.entries.every((e) => e.namespace === 'docs'));
+      const searched = await store.listEntries(a.id, { page: 1, perPage: 10, namespace: 'docs', q: 'deploy' });
+      assert.deepEqual(
+        searched.entries.map((e) => e.id),
+        [docs.id],
       );
     });
 

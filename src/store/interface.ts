@@ -29,6 +29,11 @@ export interface NewEntry {
   exactHash: string;
   /** Partition of semantic matching: account scope, system messages and turn count. */
   contextHash: string;
+  /**
+   * The namespace it was stored in; null when none (and for entries stored before namespaces
+   * were recorded).
+   */
+  namespace: string | null;
   /** Hash of the earlier (non-system) messages; equal prefixes need no similarity test. */
   prefixHash: string;
   messages: Message[];
@@ -55,7 +60,7 @@ export interface Entry extends NewEntry {
 }
 
 /** An entry without its conversation and vectors: what serving an exact hit needs. */
-export type EntryHead = Omit<Entry, 'messages' | 'vector' | 'prefixVector' | 'queryText' | 'prefixText'>;
+export type EntryHead = Omit<Entry, 'messages' | 'vector' | 'prefixVector' | 'queryText' | 'prefixText' | 'namespace'>;
 
 /** The fields the vector index needs, streamed at start-up and on change. */
 export interface VectorRow {
@@ -75,6 +80,15 @@ export interface DeletedEntry {
 
 /** `recent` first, most `hits` first, or `slowest` (highest mean lookup time of its hits) first. */
 export type EntryOrder = 'recent' | 'hits' | 'slowest';
+
+/** A page of an account's entries: `q` searches question, answer and model; `namespace` keeps one namespace's. */
+export interface EntryListOptions {
+  page: number;
+  perPage: number;
+  q?: string;
+  namespace?: string;
+  order?: EntryOrder;
+}
 
 export interface EntryPage {
   entries: Entry[];
@@ -161,7 +175,7 @@ export interface Store {
   getEntryByHashSync?(accountId: string, exactHash: string): EntryHead | null;
   getEntry(accountId: string, id: number): Promise<Entry | null>;
   getEntries(ids: readonly number[]): Promise<Entry[]>;
-  listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: EntryOrder }): Promise<EntryPage>;
+  listEntries(accountId: string, opts: EntryListOptions): Promise<EntryPage>;
   deleteEntry(accountId: string, id: number): Promise<boolean>;
   /** Adds hits to entries: usage_count += n, last_hit_at = at. */
   recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void>;

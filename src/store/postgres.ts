@@ -8,7 +8,7 @@ import type {
   DeletedEntry,
   Entry,
   EntryHead,
-  EntryOrder,
+  EntryListOptions,
   EntryPage,
   HitDelta,
   NewEntry,
@@ -123,6 +123,7 @@ const MIGRATIONS: readonly string[] = [
      FOR EACH STATEMENT EXECUTE FUNCTION auth_changed();
    CREATE TRIGGER accounts_auth_changed AFTER UPDATE OF name, plan, created_at, default_threshold, entry_ttl_seconds OR DELETE ON accounts
      FOR EACH STATEMENT EXECUTE FUNCTION auth_changed();`,
+  `ALTER TABLE entries ADD COLUMN namespace TEXT;`,
 ];
 
 /** The channel on which entry changes are announced (payload: the change sequence). */
@@ -169,6 +170,7 @@ const toEntry = (r: Row): Entry => ({
   accountId: String(r.account_id),
   exactHash: String(r.exact_hash),
   contextHash: String(r.context_hash),
+  namespace: strOrNull(r.namespace),
   prefixHash: String(r.prefix_hash),
   messages: JSON.parse(String(r.messages)) as Message[],
   queryText: String(r.query_text),
@@ -429,10 +431,10 @@ export class PostgresStore implements Store {
     return this.tx(async (c) => {
       const { rows } = await c.query(
         `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
-           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at, namespace)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
          ON CONFLICT (account_id, exact_hash) DO UPDATE SET
-           context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash,
+           context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash, namespace = excluded.namespace,
            messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
            answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
            embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
@@ -454,6 +456,7 @@ export class PostgresStore implements Store {
           e.prefixVector ? vectorToBuffer(e.prefixVector) : null,
           e.createdAt,
           e.expiresAt,
+          e.namespace,
         ],
       );
       const entry = toEntry(rows[0] as Row);
@@ -505,13 +508,17 @@ export class PostgresStore implements Store {
     return (await this.q('SELECT * FROM entries WHERE id = ANY($1::bigint[])', [ids])).map(toEntry);
   }
 
-  async listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: EntryOrder }): Promise<EntryPage> {
+  async listEntries(accountId: string, opts: EntryListOptions): Promise<EntryPage> {
     // Expired entries are gone for the account already, before the sweep deletes them.
     const args: unknown[] = [accountId, new Date().toISOString()];
     let where = 'account_id = $1 AND (expires_at IS NULL OR expires_at > $2)';
+    if (opts.namespace) {
+      args.push(opts.namespace);
+      where += ` AND namespace = $${args.length}`;
+    }
     if (opts.q) {
       args.push(`%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-      where += ` AND (query_text ILIKE $3 OR answer ILIKE $3 OR model ILIKE $3)`;
+      where += ` AND (query_text ILIKE $${args.length} OR answer ILIKE $${args.length} OR model ILIKE $${args.length})`;
     }
     const order = ORDER_SQL[opts.order ?? 'recent'];
     const total = num((await this.q(`SELECT COUNT(*) AS n FROM entries WHERE ${where}`, args))[0]?.n);

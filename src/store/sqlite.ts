@@ -10,7 +10,7 @@ import type {
   DeletedEntry,
   Entry,
   EntryHead,
-  EntryOrder,
+  EntryListOptions,
   EntryPage,
   HitDelta,
   NewEntry,
@@ -87,6 +87,7 @@ const MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX sessions_expiry ON sessions(expires_at);`,
   `ALTER TABLE entries ADD COLUMN lookup_ms_total REAL NOT NULL DEFAULT 0;`,
+  `ALTER TABLE entries ADD COLUMN namespace TEXT;`,
 ];
 
 interface AccountRow {
@@ -128,6 +129,7 @@ interface EntryRow {
   last_hit_at: string | null;
   usage_count: number;
   lookup_ms_total: number;
+  namespace: string | null;
 }
 
 interface UsageDbRow {
@@ -182,6 +184,7 @@ export const toEntry = (r: EntryRow): Entry => ({
   accountId: r.account_id,
   exactHash: r.exact_hash,
   contextHash: r.context_hash,
+  namespace: r.namespace,
   prefixHash: r.prefix_hash,
   messages: JSON.parse(r.messages) as Message[],
   queryText: r.query_text,
@@ -265,10 +268,10 @@ export class SqliteStore implements Store {
       keyById: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ?'),
       upsertEntry: db.prepare<unknown[], EntryRow>(
         `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
-           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at, namespace)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (account_id, exact_hash) DO UPDATE SET
-           context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash,
+           context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash, namespace = excluded.namespace,
            messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
            answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
            embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
@@ -476,6 +479,7 @@ export class SqliteStore implements Store {
             e.prefixVector ? vectorToBuffer(e.prefixVector) : null,
             e.createdAt,
             e.expiresAt,
+            e.namespace,
           ) as EntryRow;
           results.push(toEntry(row));
         }
@@ -520,10 +524,14 @@ export class SqliteStore implements Store {
     return (stmt.all(...ids) as EntryRow[]).map(toEntry);
   }
 
-  async listEntries(accountId: string, opts: { page: number; perPage: number; q?: string; order?: EntryOrder }): Promise<EntryPage> {
+  async listEntries(accountId: string, opts: EntryListOptions): Promise<EntryPage> {
     // Expired entries are gone for the account already, before the sweep deletes them.
     const where = ['account_id = ?', '(expires_at IS NULL OR expires_at > ?)'];
     const args: unknown[] = [accountId, new Date().toISOString()];
+    if (opts.namespace) {
+      where.push('namespace = ?');
+      args.push(opts.namespace);
+    }
     if (opts.q) {
       where.push("(query_text LIKE ? ESCAPE '\\' OR answer LIKE ? ESCAPE '\\' OR model LIKE ? ESCAPE '\\')");
       const like = `%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

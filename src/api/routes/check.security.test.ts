@@ -150,5 +150,15 @@ describe('isolation between accounts', () => {
     }
     const detail = (await t.get(`/api/v1/entries/${b.entry_id}`, key)).json();
     assert.equal(detail.prompt_hash, a.prompt_hash);
+    assert.equal(detail.namespace, 'team-b');
+    // The list says each entry's namespace, and keeps one namespace's when asked.
+    const all = (await t.get('/api/v1/entries', key)).json();
+    assert.deepEqual(all.data.map((e: { namespace: string | null }) => e.namespace).sort(), [null, 'team-a', 'team-b'].sort());
+    const teamA = (await t.get('/api/v1/entries?namespace=team-a', key)).json();
+    assert.deepEqual(
+      teamA.data.map((e: { id: number }) => e.id),
+      [a.entry_id],
+    );
+    assert.equal(teamA.pagination.total, 1);
   });
 });

@@ -16,6 +16,7 @@ export interface EntryListQuery {
   page?: string;
   per_page?: string;
   q?: string;
+  namespace?: string;
   order?: EntryOrder;
 }
 
@@ -25,6 +26,7 @@ export const entryListQuerySchema = {
     page: { type: 'string', description: 'Page number, from 1 (default 1).' },
     per_page: { type: 'string', description: 'Entries per page, 1 to 100 (default 20).' },
     q: { type: 'string', maxLength: 200, pattern: STORABLE_TEXT, description: 'Text searched in the question, answer and model.' },
+    namespace: { type: 'string', maxLength: 128, pattern: STORABLE_TEXT, description: 'Only entries stored in this namespace.' },
     order: {
       type: 'string',
       enum: ['recent', 'hits', 'slowest'],
@@ -40,6 +42,7 @@ export function entrySummary(e: Entry, pendingHits = 0) {
     question: e.queryText,
     answer: e.answer,
     model: e.model,
+    namespace: e.namespace,
     tokens: e.tokens,
     usage_count: e.usageCount + pendingHits,
     average_lookup_ms: e.usageCount > 0 ? Math.round((e.lookupMsTotal / e.usageCount) * 1000) / 1000 : null,
@@ -58,7 +61,7 @@ export function entryDetail(e: Entry, pendingHits = 0) {
 export async function listEntries(ctx: AppContext, accountId: string, q: EntryListQuery) {
   const page = whole('page', q.page, 1, 1, 1_000_000);
   const perPage = whole('per_page', q.per_page, 20, 1, 100);
-  const { entries, total } = await ctx.store.listEntries(accountId, { page, perPage, q: q.q, order: q.order });
+  const { entries, total } = await ctx.store.listEntries(accountId, { page, perPage, q: q.q, namespace: q.namespace, order: q.order });
   return {
     data: entries.map((e) => entrySummary(e, ctx.cache.pendingHits(e.id))),
     pagination: { page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) },

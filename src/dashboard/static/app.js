@@ -203,7 +203,7 @@
     const panel = $('#entry');
     panel.innerHTML = `<h3>Entry ${e.id}</h3>
       <div class="meta"><span>Model</span><b>${esc(e.model)}</b><span>Tokens</span><b>${fmtInt(e.tokens)}</b><span>Hits</span><b>${fmtInt(e.usage_count)}</b>
-      <span>Cached</span><b>${fmtDate(e.created_at)}</b><span>Last hit</span><b>${fmtDate(e.last_hit_at)}</b><span>Expires</span><b>${e.expires_at ? fmtDate(e.expires_at) : 'never'}</b></div>
+      <span>Cached</span><b>${fmtDate(e.created_at)}</b><span>Last hit</span><b>${fmtDate(e.last_hit_at)}</b><span>Expires</span><b>${e.expires_at ? fmtDate(e.expires_at) : 'never'}</b>${e.namespace ? `<span>Namespace</span><b>${esc(e.namespace)}</b>` : ''}</div>
       ${msgs}<div class="msg answer"><span class="role">cached answer</span>${esc(e.answer)}</div>
       <div><button class="danger" id="delete-entry" data-id="${e.id}">Delete entry</button></div>`;
     panel.hidden = false;
