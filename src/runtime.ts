@@ -161,14 +161,16 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     version: VERSION,
     async ready() {
       const checks: Record<string, string> = {};
+      let error: unknown;
       try {
         await store.getAccount('readiness-probe');
         checks.store = 'ok';
       } catch (err) {
-        checks.store = (err as Error).message;
+        checks.store = 'unavailable';
+        error = err;
       }
       checks.embedder = embedder ? 'ok' : 'disabled';
-      return { ok: checks.store === 'ok', checks };
+      return { ok: checks.store === 'ok', checks, error };
     },
   };
   return {

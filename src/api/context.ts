@@ -11,7 +11,11 @@ export interface AppContext {
   limiter: RateLimiter;
   version: string;
   /** Reports whether the store (and other dependencies) answer; used by /healthz. */
-  ready(): Promise<{ ok: boolean; checks: Record<string, string> }>;
+  /**
+   * Whether the service can answer: each check is `ok`, `disabled` or `unavailable` (what callers
+   * see); `error` is why, for the log only (it can name hosts and addresses).
+   */
+  ready(): Promise<{ ok: boolean; checks: Record<string, string>; error?: unknown }>;
 }
 
 declare module 'fastify' {

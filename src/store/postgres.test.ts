@@ -48,6 +48,25 @@ describe('PostgreSQL store beside other writers: key lookups and the change log'
     return { hash, id: key.id };
   }
 
+  test('a connection the server ends between two queries of a transaction fails that call, not the process', async () => {
+    // What a PostgreSQL restart or pg_terminate_backend does to a store or a migration caught
+    // between two statements. Without a listener the client's 'error' event ends the process.
+    type WithClient = <T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
+    const withClient = (store as unknown as { withClient: WithClient }).withClient.bind(store);
+    const ended = withClient(async (client) => {
+      await client.query('BEGIN');
+      const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+      const closed = new Promise((resolve) => client.once('end', resolve));
+      await other.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+      await closed;
+      await client.query('COMMIT');
+    });
+    await assert.rejects(ended, { name: 'StoreUnavailableError' });
+    // The pool let the dead client go: the store goes on with a new connection.
+    const account = await store.createAccount('after-the-end', 'free');
+    assert.equal((await store.getAccount(account.id))?.name, 'after-the-end');
+  });
+
   test('a key revoked elsewhere is refused once the change is announced', async () => {
     const { hash, id } = await rememberedKey('revoked-elsewhere');
     await other.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [new Date().toISOString(), id]);

@@ -247,8 +247,7 @@ export class PostgresStore implements Store {
 
   /** Applies pending migrations under an advisory lock, so nodes starting together are safe. */
   private async migrate(): Promise<void> {
-    const client = await this.pool.connect();
-    try {
+    await this.withClient(async (client) => {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`reprise-migrate:${this.schema}`]);
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
@@ -261,12 +260,7 @@ export class PostgresStore implements Store {
         await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
       }
       await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   private async q(sql: string, args: unknown[] = []): Promise<Row[]> {
@@ -291,22 +285,41 @@ export class PostgresStore implements Store {
   }
 
   private async tx<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.withClient(async (client) => {
+      await client.query('BEGIN');
+      const out = await fn(client);
+      await client.query('COMMIT');
+      return out;
+    });
+  }
+
+  /**
+   * Runs `fn` on a client of its own, rolling back what it left open when it fails. While a client
+   * is checked out, the pool does not listen for its errors: a connection ended by the server
+   * between two queries (a restart, `pg_terminate_backend`) would be an unhandled 'error' event
+   * and end the process. The listener here takes it; the client is then discarded, not reused.
+   */
+  private async withClient<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
     } catch (err) {
       throw new StoreUnavailableError(err);
     }
+    let lost: Error | undefined;
+    const onError = (err: Error) => {
+      lost = err;
+    };
+    client.on('error', onError);
     try {
-      await client.query('BEGIN');
-      const out = await fn(client);
-      await client.query('COMMIT');
-      return out;
+      return await fn(client);
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw isConnectionError(err) ? new StoreUnavailableError(err) : err;
+      if (lost === undefined && isConnectionError(err)) lost = err as Error;
+      if (lost === undefined) await client.query('ROLLBACK').catch(() => undefined);
+      throw lost !== undefined ? new StoreUnavailableError(err) : err;
     } finally {
-      client.release();
+      client.off('error', onError);
+      client.release(lost);
     }
   }
 

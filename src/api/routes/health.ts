@@ -1,12 +1,14 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { healthResponseSchema } from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
-function unavailable(checks: Record<string, string>): ApiError {
+/** The refusal of a service that is not ready; why is logged, not sent. */
+function unavailable(request: FastifyRequest, { checks, error }: { checks: Record<string, string>; error?: unknown }): ApiError {
+  request.log.warn({ err: error, checks }, 'not ready');
   const failing = Object.entries(checks)
-    .filter(([, v]) => v !== 'ok')
+    .filter(([, v]) => v === 'unavailable')
     .map(([k, v]) => `${k}: ${v}`)
     .join('; ');
   return new ApiError('SERVICE_UNAVAILABLE', `Reprise is not ready (${failing})`);
@@ -26,7 +28,7 @@ export function healthRoute(app: FastifyInstance, ctx: AppContext): void {
     async (request) => {
       const account = requireAccount(request);
       const ready = await ctx.ready();
-      if (!ready.ok) throw unavailable(ready.checks);
+      if (!ready.ok) throw unavailable(request, ready);
       return {
         status: 'success',
         data: {
@@ -42,9 +44,9 @@ export function healthRoute(app: FastifyInstance, ctx: AppContext): void {
     },
   );
 
-  app.get('/healthz', { schema: { hide: true } }, async () => {
+  app.get('/healthz', { schema: { hide: true } }, async (request) => {
     const ready = await ctx.ready();
-    if (!ready.ok) throw unavailable(ready.checks);
+    if (!ready.ok) throw unavailable(request, ready);
     return { status: 'ok', checks: ready.checks };
   });
 }
