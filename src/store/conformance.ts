@@ -129,6 +129,19 @@ export function storeConformance(
       assert.equal(e3.lastHitAt, null);
     });
 
+    test('the same answer stored again after its entry expired starts anew', async () => {
+      const a = await store.createAccount('conf-restore-expired', 'free');
+      const e1 = await store.putEntry(
+        entry(a.id, { exactHash: 'lapsed', answer: 'same', createdAt: '2030-01-01T00:00:00.000Z', expiresAt: '2030-01-01T00:01:00.000Z' }),
+      );
+      await store.recordHits(new Map([[e1.id, { count: 3, at: '2030-01-01T00:00:30.000Z', lookupMs: 3, createdAt: e1.createdAt }]]));
+      const e2 = await store.putEntry(entry(a.id, { exactHash: 'lapsed', answer: 'same', createdAt: '2030-01-02T00:00:00.000Z' }));
+      assert.equal(e2.createdAt, '2030-01-02T00:00:00.000Z');
+      assert.equal(e2.usageCount, 0);
+      assert.equal(e2.lastHitAt, null);
+      assert.equal(e2.expiresAt, null);
+    });
+
     test('concurrent stores all persist', async () => {
       const a = await store.createAccount('conf-concurrent', 'free');
       const puts = await Promise.all(Array.from({ length: 30 }, (_, i) => store.putEntry(entry(a.id, { exactHash: `c${i}` }))));

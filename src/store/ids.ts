@@ -35,7 +35,9 @@ export function hourBucket(ms: number): string {
   return lastBucket;
 }
 
-const SAME_ANSWER = 'entries.answer = excluded.answer AND entries.model = excluded.model';
+/** The stored row is the same response, still live: an expired one is gone for users, and so are its hits. */
+const SAME_ANSWER =
+  'entries.answer = excluded.answer AND entries.model = excluded.model AND (entries.expires_at IS NULL OR entries.expires_at > excluded.created_at)';
 
 /**
  * In an entry's upsert (`ON CONFLICT … DO UPDATE SET`), its version and counts; the same SQL in
