@@ -1,10 +1,15 @@
-import { parseArgs } from 'node:util';
+import { existsSync } from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, type Config } from './config.ts';
 import { createKey } from './keys/keys.ts';
-import { openStore } from './runtime.ts';
+import { openStore, sqlitePath } from './runtime.ts';
 import type { Store } from './store/interface.ts';
 
+/** A command used wrongly: the message, then the help. */
 export class UsageError extends Error {}
+
+/** A command that cannot be done (no such account or key): one line, exit code 1. */
+class CommandError extends Error {}
 
 export const HELP = `Usage: reprise <command>
 
@@ -22,7 +27,29 @@ Configuration comes from the environment (see README): REPRISE_DATA_DIR, HOST, P
 
 type Out = (line: string) => void;
 
-async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** Parses one subcommand's arguments: only its own options, and at most `positionals` names. */
+function parse<O extends Options>(command: string, args: string[], options: O, positionals = 0) {
+  const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  const extra = parsed.positionals.slice(positionals);
+  if (extra.length > 0) throw new UsageError(`${command}: unexpected argument ${extra[0]}`);
+  return parsed;
+}
+
+/**
+ * Opens the configured store. Only `keys create` may start a new SQLite database (before the
+ * server's first start); other commands on a data directory without one would only report an
+ * empty one, so they say where they looked. A database made by `keys create` is announced on
+ * stderr, so a mistyped REPRISE_DATA_DIR does not go unnoticed.
+ */
+async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>, err?: Out, mayCreate = false): Promise<T> {
+  if (!config.databaseUrl && !existsSync(sqlitePath(config))) {
+    if (!mayCreate) {
+      throw new CommandError(`no database at ${sqlitePath(config)} (REPRISE_DATA_DIR): start the server once, or check the path`);
+    }
+    err?.(`reprise: no database at ${sqlitePath(config)} (REPRISE_DATA_DIR) yet; creating it`);
+  }
   const store = await openStore(config);
   try {
     return await fn(store);
@@ -43,34 +70,41 @@ function table(rows: string[][]): string {
     .join('\n');
 }
 
-async function keysCommand(config: Config, args: string[], out: Out): Promise<void> {
+async function keysCommand(config: Config, args: string[], out: Out, err: Out): Promise<void> {
   const [sub, ...rest] = args;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      account: { type: 'string' },
-      plan: { type: 'string' },
-      name: { type: 'string' },
-      json: { type: 'boolean', default: false },
-    },
-  });
   switch (sub) {
     case 'create': {
+      const { values } = parse('keys create', rest, {
+        account: { type: 'string' },
+        plan: { type: 'string' },
+        name: { type: 'string' },
+        json: { type: 'boolean', default: false },
+      });
       const name = values.account;
       if (!name) throw new UsageError('keys create needs --account NAME');
       if (!/^[\w.@-]{1,100}$/.test(name)) throw new UsageError('--account: use 1-100 letters, digits, and . _ - @');
       const plan = values.plan;
-      if (plan !== undefined && !config.plans[plan]) {
+      if (plan !== undefined && !Object.hasOwn(config.plans, plan)) {
         throw new UsageError(`--plan: unknown plan ${plan}; known plans: ${Object.keys(config.plans).join(', ')}`);
       }
-      const created = await withStore(config, async (store) => {
-        let account = await store.getAccountByName(name);
-        if (!account) account = await store.createAccount(name, plan ?? 'free');
-        else if (plan !== undefined && account.plan !== plan) account = await store.updateAccount(account.id, { plan });
-        if (!account) throw new Error(`account ${name} disappeared`);
-        return createKey(store, account, values.name ?? null);
-      });
+      if (values.name !== undefined && !/^[^\p{Cc}]{1,100}$/u.test(values.name)) {
+        throw new UsageError('--name: use 1-100 characters, without control characters');
+      }
+      const created = await withStore(
+        config,
+        async (store) => {
+          let account = await store.getAccountByName(name);
+          if (!account) account = await store.createAccount(name, plan ?? 'free');
+          else if (plan !== undefined && account.plan !== plan) {
+            err(`reprise: the plan of account ${name} changed from ${account.plan} to ${plan}, for all its keys`);
+            account = await store.updateAccount(account.id, { plan });
+          }
+          if (!account) throw new Error(`account ${name} disappeared`);
+          return createKey(store, account, values.name ?? null);
+        },
+        err,
+        true,
+      );
       if (values.json) {
         out(JSON.stringify({ key: created.secret, key_id: created.key.id, account: created.account.name, plan: created.account.plan }));
       } else {
@@ -80,11 +114,12 @@ async function keysCommand(config: Config, args: string[], out: Out): Promise<vo
       return;
     }
     case 'list': {
+      const { values } = parse('keys list', rest, { account: { type: 'string' }, json: { type: 'boolean', default: false } });
       const name = values.account;
       if (!name) throw new UsageError('keys list needs --account NAME');
       const keys = await withStore(config, async (store) => {
         const account = await store.getAccountByName(name);
-        if (!account) throw new UsageError(`no account named ${name}`);
+        if (!account) throw new CommandError(`no account named ${name}`);
         return store.listKeys(account.id);
       });
       if (values.json) {
@@ -117,13 +152,14 @@ async function keysCommand(config: Config, args: string[], out: Out): Promise<vo
       return;
     }
     case 'revoke': {
+      const { positionals } = parse('keys revoke', rest, {}, 1);
       const id = positionals[0];
       if (!id) throw new UsageError('keys revoke needs KEY_ID (see keys list)');
       const { before, key } = await withStore(config, async (store) => {
         const before = await store.getKey(id);
         return { before, key: before === null ? null : await store.revokeKey(id) };
       });
-      if (!key) throw new UsageError(`no key with id ${id}`);
+      if (!key) throw new CommandError(`no key with id ${id}`);
       if (before?.revokedAt) out(`Key ${key.id} (${key.prefix}…) was already revoked at ${before.revokedAt}.`);
       else out(`Revoked key ${key.id} (${key.prefix}…) at ${key.revokedAt ?? ''}.`);
       return;
@@ -162,7 +198,7 @@ async function readPassword(prompt: string, fromStdin: boolean): Promise<string>
         }
         if (c === '\u0003') {
           stdin.setRawMode(false);
-          reject(new UsageError('cancelled'));
+          reject(new CommandError('cancelled'));
           return;
         }
         value = c === '\u007f' ? value.slice(0, -1) : value + c;
@@ -174,27 +210,31 @@ async function readPassword(prompt: string, fromStdin: boolean): Promise<string>
 
 async function accountsCommand(config: Config, args: string[], out: Out): Promise<void> {
   const [sub, ...rest] = args;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: { json: { type: 'boolean', default: false }, 'password-stdin': { type: 'boolean', default: false } },
-  });
   if (sub === 'set-password') {
+    const { values, positionals } = parse('accounts set-password', rest, { 'password-stdin': { type: 'boolean', default: false } }, 1);
     const name = positionals[0];
     if (!name) throw new UsageError('accounts set-password needs NAME');
-    const password = await readPassword(`New dashboard password for ${name}: `, values['password-stdin']);
-    if (password.length < 8) throw new UsageError('the password must have at least 8 characters');
+    const fromStdin = values['password-stdin'] || !process.stdin.isTTY;
+    // The account is looked up before the password is asked for, and again when it is set.
+    const known = await withStore(config, (store) => store.getAccountByName(name));
+    if (!known) throw new CommandError(`no account named ${name}`);
+    const password = await readPassword(`New dashboard password for ${name}: `, fromStdin);
+    if (password.length < 8) throw new CommandError('the password must have at least 8 characters');
+    if (!fromStdin && (await readPassword('The same password again: ', false)) !== password) {
+      throw new CommandError('the two passwords differ; nothing was changed');
+    }
     const { hashPassword } = await import('./dashboard/passwords.ts');
     const hash = await hashPassword(password);
     await withStore(config, async (store) => {
       const account = await store.getAccountByName(name);
-      if (!account) throw new UsageError(`no account named ${name}`);
+      if (!account) throw new CommandError(`no account named ${name}`);
       await store.setPassword(account.id, hash);
     });
     out(`Password set for ${name}; its dashboard sessions are signed out. Sign in at /dashboard.`);
     return;
   }
   if (sub !== 'list') throw new UsageError(`unknown accounts command ${sub ?? ''}; use list or set-password`);
+  const { values } = parse('accounts list', rest, { json: { type: 'boolean', default: false } });
   const accounts = await withStore(config, (store) => store.listAccounts());
   if (values.json) {
     out(JSON.stringify(accounts.map((a) => ({ id: a.id, name: a.name, plan: a.plan, created_at: a.createdAt }))));
@@ -209,12 +249,17 @@ export async function runCli(argv: string[], out: Out = console.log, err: Out = 
   try {
     switch (command) {
       case 'serve': {
+        if (args.length > 0) {
+          throw new UsageError(
+            `serve takes no arguments (${args[0]}); settings come from the environment: HOST, PORT, REPRISE_DATA_DIR, ...`,
+          );
+        }
         const { serve } = await import('./server.ts');
         await serve(loadConfig());
         return 0;
       }
       case 'keys':
-        await keysCommand(loadConfig(), args, out);
+        await keysCommand(loadConfig(), args, out, err);
         return 0;
       case 'accounts':
         await accountsCommand(loadConfig(), args, out);
@@ -236,7 +281,7 @@ export async function runCli(argv: string[], out: Out = console.log, err: Out = 
       err(`reprise: configuration error: ${(e as Error).message}`);
       return 2;
     }
-    if ((e as Error).name === 'StoreOpenError' || (e as Error).name === 'ListenError') {
+    if (e instanceof CommandError || (e as Error).name === 'StoreOpenError' || (e as Error).name === 'ListenError') {
       err(`reprise: ${(e as Error).message}`);
       return 1;
     }

@@ -9,7 +9,7 @@ import { createRuntime, type Runtime } from './runtime.ts';
 import type { Store } from './store/interface.ts';
 
 /** On first start (no accounts yet) creates the `default` account and prints its key once. */
-export async function bootstrap(store: Store, config: Config, print: (s: string) => void): Promise<void> {
+export async function bootstrap(store: Store, url: string, print: (s: string) => void): Promise<void> {
   const accounts = await store.listAccounts();
   if (accounts.length > 0) return;
   let account;
@@ -21,7 +21,6 @@ export async function bootstrap(store: Store, config: Config, print: (s: string)
     throw err;
   }
   const { secret } = await createKey(store, account, 'bootstrap');
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   print(
     [
       '',
@@ -30,7 +29,7 @@ export async function bootstrap(store: Store, config: Config, print: (s: string)
       `  ${secret}`,
       '',
       'Try it:',
-      `  curl -s http://${host}:${config.port}/api/v1/health -H "Authorization: Bearer ${secret}"`,
+      `  curl -s ${url}/api/v1/health -H "Authorization: Bearer ${secret}"`,
       '',
     ].join('\n'),
   );
@@ -73,7 +72,7 @@ export async function startServer(config: Config): Promise<Server> {
     throw new ListenError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${why}`, { cause: err });
   }
   // The first start's key is printed once the server listens, so it is never shown for a server that did not start.
-  await bootstrap(runtime.ctx.store, config, (s) => process.stdout.write(`${s}\n`));
+  await bootstrap(runtime.ctx.store, url, (s) => process.stdout.write(`${s}\n`));
   app.log.info(
     {
       url,

@@ -24,7 +24,7 @@ describe('the real server, as a user runs it', () => {
     server = await startServerProcess(env);
     const key = /\b(rp_live_[0-9A-Za-z]{40})\b/.exec(server.stdout())?.[1];
     assert.ok(key, 'bootstrap key printed');
-    assert.match(server.stdout(), /curl -s http:\/\/127\.0\.0\.1:\d+\/api\/v1\/health/);
+    assert.ok(server.stdout().includes(`curl -s ${server.url}/api/v1/health`), server.stdout());
 
     const health = await api(server.url, 'GET', '/api/v1/health', key);
     assert.equal(health.status, 200);
@@ -249,12 +249,48 @@ describe('the real server, as a user runs it', () => {
     // A data directory that cannot be one is named, without a stack trace.
     const file = path.join(dir, 'a-file');
     writeFileSync(file, '');
-    for (const args of [['serve'], ['keys', 'list', '--account', 'x']]) {
+    for (const args of [['serve'], ['keys', 'create', '--account', 'x']]) {
       const unopened = await runCli(args, { ...env, REPRISE_DATA_DIR: path.join(file, 'data') });
       assert.equal(unopened.code, 1, args.join(' '));
       assert.match(unopened.stderr, /cannot open the store at REPRISE_DATA_DIR/);
       assert.doesNotMatch(unopened.stderr, /\n\s+at /);
     }
+    // Only `keys create` starts a database; elsewhere a data directory without one is named.
+    const nowhere = { ...env, REPRISE_DATA_DIR: path.join(dir, 'mistyped') };
+    const noDatabase = await runCli(['keys', 'list', '--account', 'x'], nowhere);
+    assert.equal(noDatabase.code, 1);
+    assert.equal(
+      noDatabase.stderr.trim(),
+      `reprise: no database at ${path.join(dir, 'mistyped', 'reprise.db')} (REPRISE_DATA_DIR): start the server once, or check the path`,
+    );
+    assert.equal(existsSync(path.join(dir, 'mistyped', 'reprise.db')), false);
+    const started = await runCli(['keys', 'create', '--account', 'first'], nowhere);
+    assert.equal(started.code, 0, started.stderr);
+    assert.match(started.stderr, /no database at .* yet; creating it/);
+    // What cannot be done is one line and exit code 1; a command used wrongly also shows the help.
+    const unknownAccount = await runCli(['keys', 'list', '--account', 'nobody'], env);
+    assert.equal(unknownAccount.code, 1);
+    assert.equal(unknownAccount.stderr.trim(), 'reprise: no account named nobody');
+    const noPrompt = await runCli(['accounts', 'set-password', 'nobody'], env, 'a password never asked for\n');
+    assert.equal(noPrompt.code, 1);
+    assert.equal(noPrompt.stderr.trim(), 'reprise: no account named nobody');
+    for (const args of [
+      ['serve', '--port', '9000'],
+      ['keys', 'create', '--account', 'x', 'stray'],
+      ['keys', 'list', '--account', 'x', '--plan', 'pro'],
+      ['keys', 'create', '--account', 'x', '--name', ''],
+      ['accounts', 'list', 'extra'],
+    ]) {
+      const wrong = await runCli(args, env);
+      assert.equal(wrong.code, 2, args.join(' '));
+      assert.match(wrong.stderr, /Usage: reprise/, args.join(' '));
+    }
+    // Changing an existing account's plan says so.
+    assert.equal((await runCli(['keys', 'create', '--account', 'planned', '--plan', 'pro'], env)).code, 0);
+    const replanned = await runCli(['keys', 'create', '--account', 'planned', '--plan', 'free', '--json'], env);
+    assert.equal(replanned.code, 0, replanned.stderr);
+    assert.equal(JSON.parse(replanned.stdout).plan, 'free');
+    assert.match(replanned.stderr, /the plan of account planned changed from pro to free, for all its keys/);
     // An embedding server that does not answer at start is named the same way.
     const noEmbedder = await runCli(['serve'], { ...env, REPRISE_EMBEDDER: 'http', REPRISE_EMBED_URL: 'http://127.0.0.1:9' });
     assert.equal(noEmbedder.code, 1);
