@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from './config.ts';
 
@@ -18,6 +21,36 @@ describe('configuration from the environment', () => {
         (err: unknown) => err instanceof ConfigError && err.variable === variable && err.message.includes(value),
         variable,
       );
+    }
+  });
+
+  test('REPRISE_CONFIG: a misspelt key is refused, not ignored', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'reprise-config-'));
+    try {
+      const file = path.join(dir, 'config.json');
+      for (const [content, says] of [
+        [{ pricez: { 'gpt-4o': 5 } }, 'unknown key "pricez"'],
+        [{ plans: { team: { requests_per_minute: 100, burst: 200, unlimitd: true } } }, 'plans.team: unknown key "unlimitd"'],
+        [{ plans: [] }, 'plans in'],
+      ] as const) {
+        writeFileSync(file, JSON.stringify(content));
+        assert.throws(
+          () => loadConfig({ REPRISE_CONFIG: file }),
+          (err: unknown) => err instanceof ConfigError && err.variable === 'REPRISE_CONFIG' && err.message.includes(says),
+          says,
+        );
+      }
+      writeFileSync(
+        file,
+        JSON.stringify({
+          prices: { 'my-model': 1 },
+          default_price_per_million: 3,
+          plans: { team: { requests_per_minute: 100, burst: 200 } },
+        }),
+      );
+      assert.equal(loadConfig({ REPRISE_CONFIG: file }).plans.team?.requestsPerMinute, 100);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

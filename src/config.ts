@@ -132,6 +132,7 @@ interface FileConfig {
 
 function readFileConfig(file: string): FileConfig {
   let text: string;
+  let config: Record<string, unknown>;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
@@ -140,11 +141,25 @@ function readFileConfig(file: string): FileConfig {
   try {
     const parsed: unknown = JSON.parse(text);
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
-    return parsed as FileConfig;
+    config = parsed as Record<string, unknown>;
   } catch (err) {
     throw new ConfigError('REPRISE_CONFIG', `${file} is not a JSON object: ${(err as Error).message}`);
   }
+  // A misspelt section would otherwise be ignored, and its prices or plans lost without a word.
+  const unknown = Object.keys(config).find((k) => !FILE_KEYS.includes(k));
+  if (unknown !== undefined) {
+    throw new ConfigError('REPRISE_CONFIG', `unknown key "${unknown}" in ${file}; expected ${FILE_KEYS.join(', ')}`);
+  }
+  for (const section of ['prices', 'plans'] as const) {
+    const v = config[section];
+    if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) {
+      throw new ConfigError('REPRISE_CONFIG', `${section} in ${file} must be an object`);
+    }
+  }
+  return config as FileConfig;
 }
+
+const FILE_KEYS = ['prices', 'default_price_per_million', 'plans'];
 
 function positiveNumber(v: unknown, where: string): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
@@ -177,6 +192,10 @@ function mergePlans(file: FileConfig): PlanTable {
   for (const [name, raw] of Object.entries(file.plans ?? {})) {
     if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name)) throw new ConfigError('REPRISE_CONFIG', `plan name ${name} is invalid`);
     const spec = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+    const stray = Object.keys(spec).find((k) => !['requests_per_minute', 'burst', 'unlimited'].includes(k));
+    if (stray !== undefined) {
+      throw new ConfigError('REPRISE_CONFIG', `plans.${name}: unknown key "${stray}"; expected requests_per_minute, burst, unlimited`);
+    }
     const perMinute = positiveNumber(spec.requests_per_minute, `plans.${name}.requests_per_minute`);
     const burst = positiveNumber(spec.burst, `plans.${name}.burst`);
     if (perMinute < 1 || burst < 1) throw new ConfigError('REPRISE_CONFIG', `plans.${name}: limits must be >= 1`);

@@ -54,7 +54,7 @@ export class StoreOpenError extends Error {
 }
 
 /** Redis-backed limits shared by all nodes when REDIS_URL is set; in-process otherwise. */
-export function openLimiter(config: Config, onFallback?: (err: unknown) => void): RateLimiter {
+export function openLimiter(config: Config, log?: RuntimeLog): RateLimiter {
   if (!config.redisUrl) return new MemoryRateLimiter();
   const redis = new Redis(config.redisUrl, {
     enableOfflineQueue: false,
@@ -65,7 +65,10 @@ export function openLimiter(config: Config, onFallback?: (err: unknown) => void)
   });
   // Errors are answered by the limiter's fallback; the client reconnects by itself.
   redis.on('error', () => undefined);
-  return new RedisRateLimiter(redis, { prefix: config.redisPrefix, onFallback }, async () => {
+  const onFallback = (err: unknown) =>
+    log?.warn({ err }, 'Redis (REDIS_URL) does not answer: each node now applies the rate limits on its own traffic until it is back');
+  const onRecover = () => log?.info({}, 'Redis (REDIS_URL) answers again: rate limits are shared by all nodes again');
+  return new RedisRateLimiter(redis, { prefix: config.redisPrefix, onFallback, onRecover }, async () => {
     redis.disconnect();
   });
 }
@@ -110,7 +113,14 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/** Where the runtime reports what happens outside any request (a dependency lost and back). */
+export interface RuntimeLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
 export interface RuntimeOptions {
+  log?: RuntimeLog;
   /** Use this embedder instead of opening the configured one (tests share one across apps). */
   embedder?: Embedder | null;
   scorer?: HitScorer;
@@ -122,7 +132,7 @@ export interface RuntimeOptions {
 export async function createRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
   const store = await openStore(config);
   const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
-  const limiter = openLimiter(config);
+  const limiter = openLimiter(config, opts.log);
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
   const clustered = store instanceof PostgresStore;
   const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
@@ -170,6 +180,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         error = err;
       }
       checks.embedder = embedder ? 'ok' : 'disabled';
+      // Informational: limits fail open to per-node buckets while Redis is away.
+      if (limiter.degraded !== undefined) checks.limiter = limiter.degraded ? 'degraded' : 'ok';
       return { ok: checks.store === 'ok', checks, error };
     },
   };

@@ -56,10 +56,10 @@ export interface Server {
 
 export async function startServer(config: Config): Promise<Server> {
   const started = performance.now();
-  const runtime = await createRuntime(config);
   // Log lines are batched (16 KB, or 20 ms) and written asynchronously, so logging stays off the request path.
   const destination = new LogDestination();
   const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, destination);
+  const runtime = await createRuntime(config, { log: logger });
   const app = await buildApp(runtime.ctx, { loggerInstance: logger });
   let url: string;
   try {
@@ -73,11 +73,22 @@ export async function startServer(config: Config): Promise<Server> {
   }
   // The first start's key is printed once the server listens, so it is never shown for a server that did not start.
   await bootstrap(runtime.ctx.store, url, (s) => process.stdout.write(`${s}\n`));
+  // An account's plan that this configuration does not define (a REPRISE_CONFIG left out) gets
+  // the free plan's limits: said at start, not found out from 429s.
+  for (const account of await runtime.ctx.store.listAccounts()) {
+    if (!Object.hasOwn(config.plans, account.plan)) {
+      logger.warn(
+        { account: account.name, plan: account.plan, plans: Object.keys(config.plans) },
+        "an account's plan is not defined here (REPRISE_CONFIG): it gets the free plan's limits",
+      );
+    }
+  }
   app.log.info(
     {
       url,
       store: runtime.ctx.store.kind,
       embedder: runtime.embedder?.id ?? 'none',
+      limiter: config.redisUrl ? 'redis' : 'in-process',
       embedder_backend: runtime.embedder?.backend,
       vectors: runtime.index.size,
       vectors_from_snapshot: runtime.vectorsFromSnapshot,

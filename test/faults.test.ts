@@ -39,6 +39,10 @@ describe('faults: PostgreSQL restarts and Redis goes away during traffic', { ski
       assert.equal(res.statusCode, 200);
       assert.ok(res.headers['x-ratelimit-remaining']);
     }
+    // Ready all the same, and saying the limits are per node for now.
+    const health = await node.get('/healthz');
+    assert.equal(health.statusCode, 200);
+    assert.equal(health.json().checks.limiter, 'degraded');
     await redis.start();
     const back = await eventually(async () => {
       const res = await node.get('/api/v1/usage', key);
@@ -46,6 +50,7 @@ describe('faults: PostgreSQL restarts and Redis goes away during traffic', { ski
       return res.statusCode === 200 && res.headers['x-ratelimit-remaining'] === '999';
     });
     assert.ok(back, 'the node uses the restarted Redis again');
+    assert.equal((await node.get('/healthz')).json().checks.limiter, 'ok');
   });
 
   test('PostgreSQL restarted: 503 while it is down, no crash, nothing acknowledged lost, recovery by itself', async () => {

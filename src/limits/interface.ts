@@ -25,6 +25,11 @@ export interface RateLimiter {
   consume(key: string, rule: BucketRule, cost?: number): Promise<LimitResult>;
   /** The same without a promise, for limiters that decide in process (optional). */
   consumeSync?(key: string, rule: BucketRule, cost?: number): LimitResult;
+  /**
+   * For a shared limiter: whether its last decision was taken by the per-node fallback because
+   * the shared store did not answer.
+   */
+  readonly degraded?: boolean;
   close(): Promise<void>;
 }
 

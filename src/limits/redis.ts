@@ -41,8 +41,10 @@ return {allowed, tostring(tokens), now}
 export interface RedisLimiterOptions {
   /** Prefix of every key, e.g. `reprise:`; lets several deployments share one Redis. */
   prefix?: string;
-  /** Called when Redis fails and the local fallback answers instead. */
+  /** Called when Redis fails and the local fallback starts answering instead (once per outage). */
   onFallback?: (err: unknown) => void;
+  /** Called when Redis answers again after an outage. */
+  onRecover?: () => void;
 }
 
 /**
@@ -54,6 +56,7 @@ export class RedisRateLimiter implements RateLimiter {
   private sha: string | null = null;
   private readonly fallback = new MemoryRateLimiter();
   private readonly prefix: string;
+  private fellBack = false;
 
   constructor(
     private readonly redis: RedisScripting,
@@ -78,12 +81,23 @@ export class RedisRateLimiter implements RateLimiter {
   async consume(key: string, rule: BucketRule, cost = 1): Promise<LimitResult> {
     try {
       const [allowed, tokens, now] = await this.run(key, rule, cost);
+      if (this.fellBack) {
+        this.fellBack = false;
+        this.opts.onRecover?.();
+      }
       return bucketResult(rule, Number(tokens), allowed === 1, Number(now));
     } catch (err) {
       this.sha = null;
-      this.opts.onFallback?.(err);
+      if (!this.fellBack) {
+        this.fellBack = true;
+        this.opts.onFallback?.(err);
+      }
       return this.fallback.consumeSync(key, rule, cost);
     }
+  }
+
+  get degraded(): boolean {
+    return this.fellBack;
   }
 
   async close(): Promise<void> {
