@@ -140,7 +140,10 @@ export const checkResponseSchema = {
         usage_count: { type: 'integer' },
       },
     },
-    entry_id: { type: 'integer', description: 'Extension: id of the matched entry.' },
+    entry_id: {
+      type: 'integer',
+      description: 'Extension: id of the matched entry (random, unique in the account; GET /api/v1/entries/{id}).',
+    },
     message: { type: 'string' },
     prompt_hash: { type: 'string' },
     suggested_action: { type: 'string' },
@@ -163,7 +166,10 @@ export const storeResponseSchema = {
     message: { type: 'string' },
     cache_types_stored: { type: 'array', items: { type: 'string', enum: ['exact', 'semantic'] } },
     storage_time_ms: { type: 'number' },
-    entry_id: { type: 'integer', description: 'Extension: id of the stored entry.' },
+    entry_id: {
+      type: 'integer',
+      description: 'Extension: id of the stored entry (random, unique in the account; kept when the conversation is stored again).',
+    },
     prompt_hash: { type: 'string', description: "Extension: the conversation's prompt_hash (as in a miss)." },
   },
 } as const;

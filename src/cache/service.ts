@@ -342,7 +342,7 @@ export class CacheService {
       createdAt: entry.createdAt,
       similarityScore: score === null ? null : shownScore(score),
       metadata: { model: entry.model, originalTokens: entry.tokens, usageCount: entry.usageCount + uses },
-      entryId: entry.id,
+      entryId: entry.publicId,
     };
   }
 
@@ -389,7 +389,7 @@ export class CacheService {
       stored: true as const,
       cacheTypesStored: vector ? ['exact', 'semantic'] : ['exact'],
       storageTimeMs: round3(performance.now() - t0),
-      entryId: entry.id,
+      entryId: entry.publicId,
       promptHash: hash,
     };
   }
@@ -410,12 +410,12 @@ export class CacheService {
   }
 
   /** Removes an entry from the store and the index. */
-  async deleteEntry(account: Account, id: number): Promise<boolean> {
-    const entry = await this.deps.store.getEntry(account.id, id);
-    if (!entry) return false;
-    const deleted = await this.deps.store.deleteEntry(account.id, id);
-    this.deps.index.remove(partitionOf(account.id, entry.contextHash), id);
-    return deleted;
+  /** Deletes an entry of the account by its public id (`entry_id`); false when it has none such. */
+  async deleteEntry(account: Account, publicId: number): Promise<boolean> {
+    const gone = await this.deps.store.deleteEntry(account.id, publicId);
+    if (!gone) return false;
+    this.deps.index.remove(partitionOf(account.id, gone.contextHash), gone.id);
+    return true;
   }
 
   /**

@@ -59,7 +59,7 @@ describe('usage counts on PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
       assert.ok((await flushed) instanceof Error);
       await locker.query('ROLLBACK');
       await usage.flush();
-      assert.equal((await store.getEntry(account.id, entry.id))?.usageCount, 3);
+      assert.equal((await store.getEntry(account.id, entry.publicId))?.usageCount, 3);
       assert.ok((await store.listKeys(account.id)).find((k) => k.id === key.id)?.lastUsedAt);
     } finally {
       await locker.end();

@@ -89,7 +89,7 @@ export function storeConformance(
         [0.6, 0.8],
       );
       await store.recordHits(new Map([[e1.id, { count: 2, at: '2030-01-01T00:00:00.000Z', lookupMs: 3, createdAt: e1.createdAt }]]));
-      assert.equal((await store.getEntry(a.id, e1.id))?.usageCount, 2);
+      assert.equal((await store.getEntry(a.id, e1.publicId))?.usageCount, 2);
       const e2 = await store.putEntry(entry(a.id, { exactHash: 'same', answer: 'new', createdAt: '2030-01-02T00:00:00.000Z' }));
       assert.equal(e2.id, e1.id);
       assert.equal(e2.answer, 'new');
@@ -97,15 +97,17 @@ export function storeConformance(
       // Hits counted on the answer before it was stored again (a batch on its way, another
       // node's) do not land on the new one; hits on the new one do.
       await store.recordHits(new Map([[e1.id, { count: 4, at: '2030-01-03T00:00:00.000Z', lookupMs: 3, createdAt: e1.createdAt }]]));
-      assert.equal((await store.getEntry(a.id, e1.id))?.usageCount, 0);
+      assert.equal((await store.getEntry(a.id, e1.publicId))?.usageCount, 0);
       await store.recordHits(new Map([[e2.id, { count: 1, at: '2030-01-03T00:00:00.000Z', lookupMs: 3, createdAt: e2.createdAt }]]));
-      assert.equal((await store.getEntry(a.id, e1.id))?.usageCount, 1);
+      assert.equal((await store.getEntry(a.id, e1.publicId))?.usageCount, 1);
       assert.equal((await store.getEntryByHash(a.id, 'same'))?.answer, 'new');
       assert.equal(await store.getEntryByHash(b.id, 'same'), null);
-      assert.equal(await store.getEntry(b.id, e1.id), null);
-      assert.equal(await store.deleteEntry(b.id, e1.id), false);
-      assert.equal(await store.deleteEntry(a.id, e1.id), true);
-      assert.equal(await store.getEntry(a.id, e1.id), null);
+      assert.equal(await store.getEntry(b.id, e1.publicId), null);
+      // Stored again, an entry keeps its public id too.
+      assert.equal(e2.publicId, e1.publicId);
+      assert.equal(await store.deleteEntry(b.id, e1.publicId), null);
+      assert.deepEqual(await store.deleteEntry(a.id, e1.publicId), { id: e1.id, accountId: a.id, contextHash: 'ctx' });
+      assert.equal(await store.getEntry(a.id, e1.publicId), null);
     });
 
     test('the same answer stored again keeps when it was first cached and its hits, with the new expiry', async () => {
@@ -140,6 +142,27 @@ export function storeConformance(
       assert.equal(e2.usageCount, 0);
       assert.equal(e2.lastHitAt, null);
       assert.equal(e2.expiresAt, null);
+    });
+
+    test('public ids are random safe integers, unrelated to the row ids other accounts advance', async () => {
+      const a = await store.createAccount('conf-public-a', 'free');
+      const b = await store.createAccount('conf-public-b', 'free');
+      const first = await store.putEntry(entry(b.id));
+      const theirs = [];
+      for (let i = 0; i < 5; i++) theirs.push(await store.putEntry(entry(a.id)));
+      const second = await store.putEntry(entry(b.id));
+      // The row ids count account a's entries in between; the public ids do not.
+      assert.equal(second.id - first.id, 6);
+      assert.notEqual(Math.abs(second.publicId - first.publicId), 6);
+      for (const e of [first, second, ...theirs]) {
+        assert.ok(Number.isSafeInteger(e.publicId) && e.publicId > 0, String(e.publicId));
+        assert.notEqual(e.publicId, e.id);
+      }
+      assert.equal((await store.getEntry(b.id, second.publicId))?.id, second.id);
+      assert.equal(await store.getEntry(b.id, second.id), null);
+      assert.equal((await store.getEntryByHash(b.id, second.exactHash))?.publicId, second.publicId);
+      const listed = await store.listEntries(a.id, { page: 1, perPage: 10 });
+      assert.deepEqual(new Set(listed.entries.map((e) => e.publicId)), new Set(theirs.map((e) => e.publicId)));
     });
 
     test('concurrent stores all persist', async () => {
@@ -186,7 +209,7 @@ export function storeConformance(
       const docs = await store.putEntry(entry(a.id, { namespace: 'docs', queryText: 'deploy steps' }));
       await store.putEntry(entry(a.id, { namespace: 'docs', queryText: 'other' }));
       assert.equal(plain.namespace, null);
-      assert.equal((await store.getEntry(a.id, docs.id))?.namespace, 'docs');
+      assert.equal((await store.getEntry(a.id, docs.publicId))?.namespace, 'docs');
       assert.equal((await store.listEntries(a.id, { page: 1, perPage: 10 })).total, 3);
       const inDocs = await store.listEntries(a.id, { page: 1, perPage: 10, namespace: 'docs' });
       assert.equal(inDocs.total, 2);

@@ -11,6 +11,19 @@ export function newId(prefix: string, length = 16): string {
   return out;
 }
 
+/**
+ * A random entry id for the API, from 1 to 2^53 - 1 (a JSON number that stays exact). The
+ * store's own row ids count every account's entries, so showing them would tell one account
+ * how much the others store.
+ */
+export function newPublicId(): number {
+  const b = randomBytes(7);
+  // 53 random bits: 5 from the first byte, 8 from each of the six others.
+  let n = b[0]! & 0x1f;
+  for (let i = 1; i < 7; i++) n = n * 256 + b[i]!;
+  return n === 0 ? 1 : n;
+}
+
 export function vectorToBuffer(v: Float32Array): Buffer {
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
 }

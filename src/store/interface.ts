@@ -52,7 +52,10 @@ export interface NewEntry {
 }
 
 export interface Entry extends NewEntry {
+  /** The row id: internal (the index, counters and the change log use it). */
   id: number;
+  /** The id the API shows (`entry_id`): random, unique in the account, kept when stored again. */
+  publicId: number;
   usageCount: number;
   /** Sum of the lookup times of this entry's hits, in ms (its mean is how slow it is to serve). */
   lookupMsTotal: number;
@@ -173,10 +176,12 @@ export interface Store {
   getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null>;
   /** The same lookup without a promise, for stores that answer in process (optional). */
   getEntryByHashSync?(accountId: string, exactHash: string): EntryHead | null;
-  getEntry(accountId: string, id: number): Promise<Entry | null>;
+  /** A live entry of the account by its public id. */
+  getEntry(accountId: string, publicId: number): Promise<Entry | null>;
   getEntries(ids: readonly number[]): Promise<Entry[]>;
   listEntries(accountId: string, opts: EntryListOptions): Promise<EntryPage>;
-  deleteEntry(accountId: string, id: number): Promise<boolean>;
+  /** Deletes an entry of the account by its public id; says which row it was, or null. */
+  deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null>;
   /** Adds hits to entries: usage_count += n, last_hit_at = at. */
   recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void>;
   /** Deletes up to `limit` entries whose expires_at is at or before `now`; returns what was deleted. */

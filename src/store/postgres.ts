@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { AUTH_CHANNEL, KeyCache } from './pg-key-cache.ts';
 import type { Message } from '../cache/canonical.ts';
-import { bufferToVector, newId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
+import { bufferToVector, newId, newPublicId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
 import type {
   Account,
   ApiKey,
@@ -124,6 +124,9 @@ const MIGRATIONS: readonly string[] = [
    CREATE TRIGGER accounts_auth_changed AFTER UPDATE OF name, plan, created_at, default_threshold, entry_ttl_seconds OR DELETE ON accounts
      FOR EACH STATEMENT EXECUTE FUNCTION auth_changed();`,
   `ALTER TABLE entries ADD COLUMN namespace TEXT;`,
+  `ALTER TABLE entries ADD COLUMN public_id BIGINT;
+   UPDATE entries SET public_id = floor(random() * 9007199254740990)::bigint + 1;
+   CREATE UNIQUE INDEX entries_public_id ON entries(account_id, public_id);`,
 ];
 
 /** The channel on which entry changes are announced (payload: the change sequence). */
@@ -167,6 +170,7 @@ const toKey = (r: Row): ApiKey => ({
 
 const toEntry = (r: Row): Entry => ({
   id: num(r.id),
+  publicId: num(r.public_id),
   accountId: String(r.account_id),
   exactHash: String(r.exact_hash),
   contextHash: String(r.context_hash),
@@ -444,8 +448,8 @@ export class PostgresStore implements Store {
     return this.tx(async (c) => {
       const { rows } = await c.query(
         `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
-           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at, namespace)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at, namespace, public_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
          ON CONFLICT (account_id, exact_hash) DO UPDATE SET
            context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash, namespace = excluded.namespace,
            messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
@@ -470,6 +474,7 @@ export class PostgresStore implements Store {
           e.createdAt,
           e.expiresAt,
           e.namespace,
+          newPublicId(),
         ],
       );
       const entry = toEntry(rows[0] as Row);
@@ -491,7 +496,7 @@ export class PostgresStore implements Store {
 
   async getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null> {
     const rows = await this.q(
-      'SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count, lookup_ms_total FROM entries WHERE account_id = $1 AND exact_hash = $2',
+      'SELECT id, public_id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count, lookup_ms_total FROM entries WHERE account_id = $1 AND exact_hash = $2',
       [accountId, exactHash],
     );
     const r = rows[0];
@@ -507,12 +512,11 @@ export class PostgresStore implements Store {
     return head;
   }
 
-  async getEntry(accountId: string, id: number): Promise<Entry | null> {
-    const rows = await this.q('SELECT * FROM entries WHERE account_id = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3)', [
-      accountId,
-      id,
-      new Date().toISOString(),
-    ]);
+  async getEntry(accountId: string, publicId: number): Promise<Entry | null> {
+    const rows = await this.q(
+      'SELECT * FROM entries WHERE account_id = $1 AND public_id = $2 AND (expires_at IS NULL OR expires_at > $3)',
+      [accountId, publicId, new Date().toISOString()],
+    );
     return rows[0] ? toEntry(rows[0]) : null;
   }
 
@@ -542,13 +546,17 @@ export class PostgresStore implements Store {
     return { entries: rows.map(toEntry), total };
   }
 
-  async deleteEntry(accountId: string, id: number): Promise<boolean> {
+  async deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null> {
     return this.tx(async (c) => {
-      const { rows } = await c.query('DELETE FROM entries WHERE account_id = $1 AND id = $2 RETURNING id, context_hash', [accountId, id]);
+      const { rows } = await c.query('DELETE FROM entries WHERE account_id = $1 AND public_id = $2 RETURNING id, context_hash', [
+        accountId,
+        publicId,
+      ]);
       const r = rows[0] as Row | undefined;
-      if (!r) return false;
-      await this.recordChange(c, [{ entryId: id, op: 'delete', accountId, contextHash: String(r.context_hash) }]);
-      return true;
+      if (!r) return null;
+      const gone = { id: num(r.id), accountId, contextHash: String(r.context_hash) };
+      await this.recordChange(c, [{ entryId: gone.id, op: 'delete', accountId, contextHash: gone.contextHash }]);
+      return gone;
     });
   }
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
 import { Lru } from '../util/lru.ts';
-import { bufferToVector, newId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
+import { bufferToVector, newId, newPublicId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
 import type {
   Account,
   ApiKey,
@@ -88,6 +88,9 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX sessions_expiry ON sessions(expires_at);`,
   `ALTER TABLE entries ADD COLUMN lookup_ms_total REAL NOT NULL DEFAULT 0;`,
   `ALTER TABLE entries ADD COLUMN namespace TEXT;`,
+  `ALTER TABLE entries ADD COLUMN public_id INTEGER;
+   UPDATE entries SET public_id = (abs(random()) % 9007199254740991) + 1;
+   CREATE UNIQUE INDEX entries_public_id ON entries(account_id, public_id);`,
 ];
 
 interface AccountRow {
@@ -130,6 +133,7 @@ interface EntryRow {
   usage_count: number;
   lookup_ms_total: number;
   namespace: string | null;
+  public_id: number;
 }
 
 interface UsageDbRow {
@@ -164,6 +168,7 @@ const toKey = (r: KeyRow): ApiKey => ({
 
 const toHead = (r: EntryRow): EntryHead => ({
   id: r.id,
+  publicId: r.public_id,
   accountId: r.account_id,
   exactHash: r.exact_hash,
   contextHash: r.context_hash,
@@ -181,6 +186,7 @@ const toHead = (r: EntryRow): EntryHead => ({
 
 export const toEntry = (r: EntryRow): Entry => ({
   id: r.id,
+  publicId: r.public_id,
   accountId: r.account_id,
   exactHash: r.exact_hash,
   contextHash: r.context_hash,
@@ -268,8 +274,8 @@ export class SqliteStore implements Store {
       keyById: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ?'),
       upsertEntry: db.prepare<unknown[], EntryRow>(
         `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
-           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at, namespace)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at, namespace, public_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (account_id, exact_hash) DO UPDATE SET
            context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash, namespace = excluded.namespace,
            messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
@@ -279,10 +285,10 @@ export class SqliteStore implements Store {
          RETURNING *`,
       ),
       entryByHash: db.prepare<[string, string], EntryRow>(
-        'SELECT id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count, lookup_ms_total FROM entries WHERE account_id = ? AND exact_hash = ?',
+        'SELECT id, public_id, account_id, exact_hash, context_hash, prefix_hash, answer, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count, lookup_ms_total FROM entries WHERE account_id = ? AND exact_hash = ?',
       ),
       entryById: db.prepare<[string, number, string], EntryRow>(
-        'SELECT * FROM entries WHERE account_id = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)',
+        'SELECT * FROM entries WHERE account_id = ? AND public_id = ? AND (expires_at IS NULL OR expires_at > ?)',
       ),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
       hit: db.prepare(
@@ -480,6 +486,7 @@ export class SqliteStore implements Store {
             e.createdAt,
             e.expiresAt,
             e.namespace,
+            newPublicId(),
           ) as EntryRow;
           results.push(toEntry(row));
         }
@@ -508,8 +515,8 @@ export class SqliteStore implements Store {
     return head;
   }
 
-  async getEntry(accountId: string, id: number): Promise<Entry | null> {
-    const r = this.stmts.entryById.get(accountId, id, new Date().toISOString());
+  async getEntry(accountId: string, publicId: number): Promise<Entry | null> {
+    const r = this.stmts.entryById.get(accountId, publicId, new Date().toISOString());
     return r ? toEntry(r) : null;
   }
 
@@ -546,9 +553,12 @@ export class SqliteStore implements Store {
     return { entries: rows.map(toEntry), total };
   }
 
-  async deleteEntry(accountId: string, id: number): Promise<boolean> {
+  async deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null> {
     this.entryCache.clear();
-    return this.db.prepare('DELETE FROM entries WHERE account_id = ? AND id = ?').run(accountId, id).changes > 0;
+    const r = this.db
+      .prepare('DELETE FROM entries WHERE account_id = ? AND public_id = ? RETURNING id, context_hash')
+      .get(accountId, publicId) as { id: number; context_hash: string } | undefined;
+    return r ? { id: r.id, accountId, contextHash: r.context_hash } : null;
   }
 
   async recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void> {

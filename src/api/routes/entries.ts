@@ -38,7 +38,7 @@ export const entryListQuerySchema = {
 
 export function entrySummary(e: Entry, pendingHits = 0) {
   return {
-    id: e.id,
+    id: e.publicId,
     question: e.queryText,
     answer: e.answer,
     model: e.model,
@@ -76,7 +76,7 @@ function whole(field: string, raw: string | undefined, fallback: number, min: nu
 }
 
 export function parseEntryId(raw: string): number {
-  if (!/^\d{1,15}$/.test(raw)) {
+  if (!/^\d{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
     throw new ApiError('INVALID_INPUT', 'id must be a positive integer', {
       field: 'id',
       expected: 'a positive integer',
