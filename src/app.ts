@@ -229,7 +229,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
 
   const metrics = new Metrics();
-  metrics.install(app);
+  metrics.install(app, ctx.config.metricsToken);
 
   checkRoute(app, ctx, metrics);
   storeRoute(app, ctx);

@@ -34,6 +34,8 @@ export interface Config {
   sqliteSynchronous: 'FULL' | 'NORMAL';
   /** How semantic candidates are scored: the calibrated hit model, or raw cosine. */
   scorer: 'calibrated' | 'cosine';
+  /** When set, `GET /metrics` needs `Authorization: Bearer <token>`; open otherwise. */
+  metricsToken: string | null;
 }
 
 export interface InputLimits {
@@ -59,6 +61,15 @@ export class ConfigError extends Error {
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+function metricsToken(env: Env): string | null {
+  const token = env.REPRISE_METRICS_TOKEN;
+  if (token === undefined || token === '') return null;
+  if (!/^[\x21-\x7e]{16,200}$/.test(token)) {
+    throw new ConfigError('REPRISE_METRICS_TOKEN', 'expected 16 to 200 printable characters without spaces');
+  }
+  return token;
+}
 
 function str(env: Env, name: string, fallback: string): string {
   const v = env[name];
@@ -278,5 +289,6 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env),
     sqliteSynchronous: sync,
     scorer: scorerName(env),
+    metricsToken: metricsToken(env),
   };
 }

@@ -203,4 +203,22 @@ describe('metrics', () => {
       await t.close();
     }
   });
+
+  test('with REPRISE_METRICS_TOKEN, GET /metrics needs that token, not an API key', async () => {
+    const token = 'scrape-token-0123456789';
+    const t = await startTestApp({ env: { REPRISE_METRICS_TOKEN: token } });
+    try {
+      for (const authorization of [undefined, `Bearer ${await t.key()}`, `Bearer ${token}x`]) {
+        const refused = await t.app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
+        assert.equal(refused.statusCode, 401);
+        assert.equal(refused.json().error.code, 'INVALID_API_KEY');
+        assert.doesNotMatch(refused.body, /reprise_/);
+      }
+      const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.statusCode, 200);
+      assert.match(res.body, /reprise_checks_total/);
+    } finally {
+      await t.close();
+    }
+  });
 });

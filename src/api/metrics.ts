@@ -1,5 +1,9 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ApiError } from './errors.ts';
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /** Prometheus metrics of one app: HTTP requests by route and status, and check outcomes. */
 export class Metrics {
@@ -22,8 +26,12 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'reprise_' });
   }
 
-  /** Adds the request hook and `GET /metrics`. */
-  install(app: FastifyInstance): void {
+  /**
+   * Adds the request hook and `GET /metrics`. With a `token`, `/metrics` needs it as a bearer
+   * token: the counts are of every account's traffic, for the operator, not for account holders.
+   */
+  install(app: FastifyInstance, token: string | null = null): void {
+    const expected = token === null ? null : digest(`Bearer ${token}`);
     app.addHook('onResponse', (request, reply, done) => {
       this.http.observe(
         { method: request.method, route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) },
@@ -31,7 +39,10 @@ export class Metrics {
       );
       done();
     });
-    app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+      if (expected !== null && !timingSafeEqual(digest(request.headers.authorization ?? ''), expected)) {
+        throw new ApiError('INVALID_API_KEY', 'GET /metrics needs Authorization: Bearer <REPRISE_METRICS_TOKEN>');
+      }
       reply.header('Content-Type', this.registry.contentType);
       return this.registry.metrics();
     });
