@@ -11,6 +11,7 @@ import swagger from '@fastify/swagger';
 import { authHook, setRateHeaders } from './api/auth.ts';
 import type { AppContext } from './api/context.ts';
 import { ApiError, describe, errorBody, type ErrorBody, type ErrorCode } from './api/errors.ts';
+import { errorResponseSchema } from './api/schemas.ts';
 import { schemaErrorToApiError, type SchemaError } from './api/validation.ts';
 import { checkRoute } from './api/routes/check.ts';
 import { storeRoute } from './api/routes/store.ts';
@@ -161,7 +162,10 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       },
       security: [{ bearer: [] }],
     },
+    // Shared schemas are named by their $id in components.schemas.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
+  app.addSchema(errorResponseSchema);
 
   const auth = authHook(ctx);
   let closing = false;

@@ -98,7 +98,9 @@ export function storeBodySchema(limits: InputLimits) {
   } as const;
 }
 
+/** The spec's error body, shared (`app.addSchema`) so the document names it once: components.schemas.Error. */
 export const errorResponseSchema = {
+  $id: 'Error',
   type: 'object',
   required: ['error', 'status', 'timestamp'],
   properties: {
@@ -119,6 +121,51 @@ export const errorResponseSchema = {
     timestamp: { type: 'string', format: 'date-time' },
   },
 } as const;
+
+/** Headers on every response: the request id, and the caller's rate-limit bucket. */
+const responseHeaders = {
+  'X-Request-Id': {
+    type: 'string',
+    description: 'The request id: the X-Request-Id sent (1 to 128 of A-Z a-z 0-9 _ . : -), else a generated UUID.',
+  },
+  'X-RateLimit-Limit': { type: 'integer', description: 'Requests allowed per minute.' },
+  'X-RateLimit-Remaining': { type: 'integer', description: 'Whole requests left now.' },
+  'X-RateLimit-Reset': { type: 'integer', description: 'Unix time in seconds at which the bucket is full again.' },
+} as const;
+
+/** What each error status answers, by code. */
+const ERROR_RESPONSES = {
+  400: 'INVALID_INPUT (INVALID_MESSAGES for the messages of a check): the request is invalid; details name the field.',
+  401: 'INVALID_API_KEY: the Authorization header is missing or malformed, or its key is invalid, revoked or expired.',
+  404: 'NOT_FOUND: the account has no such entry.',
+  413: 'PAYLOAD_TOO_LARGE: the body is larger than the server accepts.',
+  415: 'UNSUPPORTED_MEDIA_TYPE: the body is not application/json.',
+  429: 'RATE_LIMIT_EXCEEDED: too many requests (or failed keys) from this account or address; retry after Retry-After seconds.',
+  500: 'INTERNAL_ERROR: an unexpected failure; the request id names it in the server log.',
+  503: 'SERVICE_UNAVAILABLE: a dependency is unavailable or the server is closing; retry shortly.',
+} as const;
+
+export type ErrorStatus = keyof typeof ERROR_RESPONSES;
+
+/**
+ * The responses of an operation for the document: `ok` as 200 and the spec's error body for each
+ * of `errors`, all with the request-id and rate-limit headers (and Retry-After on 429). (A
+ * request refused before its limit is taken, a 500 or 503, may lack the rate-limit headers.)
+ */
+export function responses(ok: object, errors: readonly ErrorStatus[]): Record<string, object> {
+  const out: Record<string, object> = { 200: { 'x-response-description': 'Success', ...ok, headers: responseHeaders } };
+  for (const status of errors) {
+    const headers =
+      status === 429
+        ? { ...responseHeaders, 'Retry-After': { type: 'integer', description: 'Seconds to wait, as error.retry_after.' } }
+        : responseHeaders;
+    out[status] = { $ref: 'Error#', description: ERROR_RESPONSES[status], headers };
+  }
+  return out;
+}
+
+/** A whole number in a query string, which its handler parses and range-checks (the document shows the pattern). */
+export const WHOLE_NUMBER = '^\\d{1,9}$';
 
 export const checkResponseSchema = {
   type: 'object',
@@ -274,6 +321,16 @@ export const entryDetailResponseSchema = {
 export const entryDeletedResponseSchema = {
   type: 'object',
   properties: { deleted: { type: 'boolean' }, id: { type: 'integer' } },
+} as const;
+
+/** `GET /healthz`, for load balancers: no key; 503 SERVICE_UNAVAILABLE when not ready. */
+export const healthzResponseSchema = {
+  type: 'object',
+  required: ['status', 'checks'],
+  properties: {
+    status: { type: 'string', enum: ['ok'] },
+    checks: { type: 'object', additionalProperties: { type: 'string' }, description: 'Each dependency and its state.' },
+  },
 } as const;
 
 /** `GET /api/v1/health`: the spec's generic envelope. */

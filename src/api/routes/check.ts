@@ -3,7 +3,7 @@ import type { CacheType, CheckResult } from '../../cache/service.ts';
 import type { Message } from '../../cache/canonical.ts';
 import type { AppContext } from '../context.ts';
 import type { Metrics } from '../metrics.ts';
-import { checkBodySchema, checkResponseSchema, errorResponseSchema } from '../schemas.ts';
+import { checkBodySchema, checkResponseSchema, responses } from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
 interface CheckBody {
@@ -54,7 +54,7 @@ export function checkRoute(app: FastifyInstance, ctx: AppContext, metrics: Metri
       schema: {
         summary: 'Look up a cached answer for a conversation',
         body: checkBodySchema(ctx.config.limits),
-        response: { 200: checkResponseSchema, '4xx': errorResponseSchema },
+        response: responses(checkResponseSchema, [400, 401, 413, 415, 429, 500, 503]),
       },
     },
     // Not async: an exact hit answered in process is sent without a promise.

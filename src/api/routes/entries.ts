@@ -7,8 +7,9 @@ import {
   entryDeletedResponseSchema,
   entryDetailResponseSchema,
   entryListResponseSchema,
-  errorResponseSchema,
+  responses,
   STORABLE_TEXT,
+  WHOLE_NUMBER,
 } from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
@@ -35,6 +36,16 @@ export const entryListQuerySchema = {
     },
   },
 } as const;
+
+/** The query as documented: `page` and `per_page` with their pattern, which `whole()` checks so that its message gives the range. */
+const entryListQueryDoc = {
+  ...entryListQuerySchema,
+  properties: {
+    ...entryListQuerySchema.properties,
+    page: { ...entryListQuerySchema.properties.page, pattern: WHOLE_NUMBER },
+    per_page: { ...entryListQuerySchema.properties.per_page, pattern: WHOLE_NUMBER },
+  },
+};
 
 export function entrySummary(e: Entry, pendingHits = 0) {
   return {
@@ -68,9 +79,11 @@ export async function listEntries(ctx: AppContext, accountId: string, q: EntryLi
   };
 }
 
+const wholeNumber = new RegExp(WHOLE_NUMBER);
+
 function whole(field: string, raw: string | undefined, fallback: number, min: number, max: number): number {
   if (raw === undefined || raw === '') return fallback;
-  const n = /^\d{1,9}$/.test(raw) ? Number(raw) : Number.NaN;
+  const n = wholeNumber.test(raw) ? Number(raw) : Number.NaN;
   if (!(n >= min && n <= max)) throw invalid(field, `an integer from ${min} to ${max}`, raw);
   return n;
 }
@@ -90,11 +103,11 @@ export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Querystring: EntryListQuery }>(
     '/api/v1/entries',
     {
-      config: { route: 'entries' },
+      config: { route: 'entries', swaggerTransform: ({ schema, url }) => ({ schema: { ...schema, querystring: entryListQueryDoc }, url }) },
       schema: {
         summary: "List the account's cached entries",
         querystring: entryListQuerySchema,
-        response: { 200: entryListResponseSchema, '4xx': errorResponseSchema },
+        response: responses(entryListResponseSchema, [400, 401, 429, 500, 503]),
       },
     },
     async (request) => listEntries(ctx, requireAccount(request).id, request.query),
@@ -106,7 +119,7 @@ export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
       config: { route: 'entries' },
       schema: {
         summary: 'One cached entry with its conversation',
-        response: { 200: entryDetailResponseSchema, '4xx': errorResponseSchema },
+        response: responses(entryDetailResponseSchema, [400, 401, 404, 429, 500, 503]),
       },
     },
     async (request) => {
@@ -123,7 +136,7 @@ export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
       config: { route: 'entries' },
       schema: {
         summary: 'Delete a cached entry; it stops matching at once',
-        response: { 200: entryDeletedResponseSchema, '4xx': errorResponseSchema },
+        response: responses(entryDeletedResponseSchema, [400, 401, 404, 429, 500, 503]),
       },
     },
     async (request) => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../errors.ts';
-import { healthResponseSchema } from '../schemas.ts';
+import { healthResponseSchema, healthzResponseSchema, responses } from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
 /** The refusal of a service that is not ready; why is logged, not sent. */
@@ -22,7 +22,7 @@ export function healthRoute(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         summary: 'Tests an integration: the key works and the cache answers',
         description: 'Uses the generic envelope {status, data, message, timestamp}.',
-        response: { 200: healthResponseSchema },
+        response: responses(healthResponseSchema, [401, 429, 500, 503]),
       },
     },
     async (request) => {
@@ -44,9 +44,19 @@ export function healthRoute(app: FastifyInstance, ctx: AppContext): void {
     },
   );
 
-  app.get('/healthz', { schema: { hide: true } }, async (request) => {
-    const ready = await ctx.ready();
-    if (!ready.ok) throw unavailable(request, ready);
-    return { status: 'ok', checks: ready.checks };
-  });
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        summary: 'Readiness, for load balancers: needs no key',
+        security: [],
+        response: responses(healthzResponseSchema, [429, 500, 503]),
+      },
+    },
+    async (request) => {
+      const ready = await ctx.ready();
+      if (!ready.ok) throw unavailable(request, ready);
+      return { status: 'ok', checks: ready.checks };
+    },
+  );
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Message } from '../../cache/canonical.ts';
 import type { AppContext } from '../context.ts';
-import { errorResponseSchema, storeBodySchema, storeResponseSchema } from '../schemas.ts';
+import { responses, storeBodySchema, storeResponseSchema } from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
 interface StoreBody {
@@ -21,7 +21,7 @@ export function storeRoute(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         summary: 'Cache an answer obtained from an LLM provider',
         body: storeBodySchema(ctx.config.limits),
-        response: { 200: storeResponseSchema, '4xx': errorResponseSchema },
+        response: responses(storeResponseSchema, [400, 401, 413, 415, 429, 500, 503]),
       },
     },
     async (request) => {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Account } from '../../store/interface.ts';
 import type { AppContext } from '../context.ts';
 import { invalid } from '../errors.ts';
-import { errorResponseSchema, usageResponseSchema } from '../schemas.ts';
+import { responses, usageResponseSchema } from '../schemas.ts';
 import { requireAccount } from './util.ts';
 
 export interface UsageQuery {
@@ -99,7 +99,7 @@ export function usageRoute(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         summary: "The account's hit statistics and estimated savings",
         querystring: usageQuerySchema,
-        response: { 200: usageResponseSchema, '4xx': errorResponseSchema },
+        response: responses(usageResponseSchema, [400, 401, 429, 500, 503]),
       },
     },
     async (request) => usageBody(ctx, requireAccount(request), request.query),
