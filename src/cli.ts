@@ -198,6 +198,9 @@ async function readPassword(prompt: string, fromStdin: boolean): Promise<string>
         }
         if (c === '\u0003') {
           stdin.setRawMode(false);
+          stdin.pause();
+          stdin.off('data', onData);
+          process.stderr.write('\n');
           reject(new CommandError('cancelled'));
           return;
         }

@@ -57,6 +57,10 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly fallback = new MemoryRateLimiter();
   private readonly prefix: string;
   private fellBack = false;
+  /** Calls numbered as they start, and the number of the last that failed: an answer to a call
+   * sent before a failure says nothing of Redis now. */
+  private calls = 0;
+  private lastFailed = 0;
 
   constructor(
     private readonly redis: RedisScripting,
@@ -79,15 +83,17 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async consume(key: string, rule: BucketRule, cost = 1): Promise<LimitResult> {
+    const call = ++this.calls;
     try {
       const [allowed, tokens, now] = await this.run(key, rule, cost);
-      if (this.fellBack) {
+      if (this.fellBack && call > this.lastFailed) {
         this.fellBack = false;
         this.opts.onRecover?.();
       }
       return bucketResult(rule, Number(tokens), allowed === 1, Number(now));
     } catch (err) {
       this.sha = null;
+      this.lastFailed = Math.max(this.lastFailed, call);
       if (!this.fellBack) {
         this.fellBack = true;
         this.opts.onFallback?.(err);

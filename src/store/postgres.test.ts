@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
-import { storeConformance } from './conformance.ts';
+import { entry, storeConformance } from './conformance.ts';
 import { CHANGES_KEPT_DAYS, PostgresStore } from './postgres.ts';
 
 storeConformance(
@@ -102,5 +102,36 @@ describe('PostgreSQL store beside other writers: key lookups and the change log'
       rows.map((r) => Number(r.entry_id)),
       [3, 4],
     );
+  });
+});
+
+describe('PostgreSQL store beside a node of the version before public entry ids', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  let store: PostgresStore;
+  let older: pg.Client;
+  before(async () => {
+    store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+    older = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
+    await older.connect();
+  });
+  after(async () => {
+    await older.end();
+    await store.close();
+    await drop();
+  });
+
+  test('an entry inserted by a node of the version before public ids gets one, which storing it again keeps', async () => {
+    const a = await store.createAccount('older-node', 'free');
+    await older.query(
+      `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
+         answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at)
+       VALUES ($1, 'old-hash', 'ctx', 'p', '[{"role":"user","content":"q"}]', 'q', '', 'old answer', 'm', 1, NULL, NULL, NULL, $2, NULL)`,
+      [a.id, new Date().toISOString()],
+    );
+    const [listed] = (await store.listEntries(a.id, { page: 1, perPage: 10 })).entries;
+    assert.ok(listed && Number.isSafeInteger(listed.publicId) && listed.publicId > 0, String(listed?.publicId));
+    assert.equal((await store.getEntry(a.id, listed.publicId))?.answer, 'old answer');
+    const again = await store.putEntry(entry(a.id, { exactHash: 'old-hash', answer: 'new answer' }));
+    assert.equal(again.publicId, listed.publicId);
   });
 });

@@ -127,6 +127,9 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE entries ADD COLUMN public_id BIGINT;
    UPDATE entries SET public_id = floor(random() * 9007199254740990)::bigint + 1;
    CREATE UNIQUE INDEX entries_public_id ON entries(account_id, public_id);`,
+  // A node of the version before public ids (during a rolling upgrade) inserts rows without one.
+  `ALTER TABLE entries ALTER COLUMN public_id SET DEFAULT floor(random() * 9007199254740990)::bigint + 1;
+   UPDATE entries SET public_id = DEFAULT WHERE public_id IS NULL;`,
 ];
 
 /** The channel on which entry changes are announced (payload: the change sequence). */
@@ -452,6 +455,7 @@ export class PostgresStore implements Store {
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
          ON CONFLICT (account_id, exact_hash) DO UPDATE SET
            context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash, namespace = excluded.namespace,
+           public_id = COALESCE(entries.public_id, excluded.public_id),
            messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
            answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
            embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,

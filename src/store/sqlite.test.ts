@@ -3,13 +3,40 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import type Database from 'better-sqlite3';
 import { tempDir } from '../../test/helpers.ts';
-import { storeConformance } from './conformance.ts';
+import { entry, storeConformance } from './conformance.ts';
 import { SqliteStore } from './sqlite.ts';
 
 storeConformance('SQLite', async () => {
   const dir = tempDir();
   return { store: new SqliteStore(path.join(dir, 'reprise.db')), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+});
+
+describe('SQLite beside a process of the version before public entry ids', () => {
+  test('an entry it inserts gets a public id, which storing it again keeps', async () => {
+    const dir = tempDir();
+    const store = new SqliteStore(path.join(dir, 'reprise.db'));
+    try {
+      const a = await store.createAccount('older-writer', 'free');
+      // The INSERT of that version: no public_id, no namespace.
+      (store as unknown as { db: Database.Database }).db
+        .prepare(
+          `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
+             answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at)
+           VALUES (?, 'old-hash', 'ctx', 'p', '[{"role":"user","content":"q"}]', 'q', '', 'old answer', 'm', 1, NULL, NULL, NULL, ?, NULL)`,
+        )
+        .run(a.id, new Date().toISOString());
+      const [listed] = (await store.listEntries(a.id, { page: 1, perPage: 10 })).entries;
+      assert.ok(listed && Number.isSafeInteger(listed.publicId) && listed.publicId > 0, String(listed?.publicId));
+      assert.equal((await store.getEntry(a.id, listed.publicId))?.answer, 'old answer');
+      const again = await store.putEntry(entry(a.id, { exactHash: 'old-hash', answer: 'new answer' }));
+      assert.equal(again.publicId, listed.publicId);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('SQLite counters', () => {

@@ -91,6 +91,12 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE entries ADD COLUMN public_id INTEGER;
    UPDATE entries SET public_id = (abs(random()) % 9007199254740991) + 1;
    CREATE UNIQUE INDEX entries_public_id ON entries(account_id, public_id);`,
+  // A node of the version before public ids (during an upgrade) inserts rows without one.
+  `CREATE TRIGGER entries_public_id_missing AFTER INSERT ON entries WHEN NEW.public_id IS NULL
+   BEGIN
+     UPDATE entries SET public_id = (abs(random()) % 9007199254740991) + 1 WHERE id = NEW.id;
+   END;
+   UPDATE entries SET public_id = (abs(random()) % 9007199254740991) + 1 WHERE public_id IS NULL;`,
 ];
 
 interface AccountRow {
@@ -278,6 +284,7 @@ export class SqliteStore implements Store {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (account_id, exact_hash) DO UPDATE SET
            context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash, namespace = excluded.namespace,
+           public_id = COALESCE(entries.public_id, excluded.public_id),
            messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
            answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
            embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
