@@ -119,7 +119,7 @@ describe('HTTP embedder', () => {
 
   test('learns the dimensions, keeps the order by index, normalises', async () => {
     const e = await createHttpEmbedder({ baseUrl: base, model: 'm', apiKey: 'secret' });
-    assert.equal(e.id, 'http:m');
+    assert.equal(e.id, 'http:m@3');
     assert.equal(e.dimensions, 3);
     const [a, b] = await e.embed(['abc', 'a']);
     assert.ok(a && b);

@@ -26,16 +26,23 @@ function normalise(values: number[]): Float32Array {
 
 /** Embeds through an OpenAI-compatible `POST /v1/embeddings` endpoint run by the user. */
 class HttpEmbedder implements Embedder {
-  readonly id: string;
   readonly maxBatch: number;
   dimensions: number;
   private readonly url: string;
 
   constructor(private readonly opts: HttpEmbedderOptions) {
-    this.id = `http:${opts.model}`;
     this.maxBatch = opts.maxBatch ?? 64;
     this.dimensions = opts.dimensions ?? 0;
     this.url = `${opts.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1/embeddings`;
+  }
+
+  /**
+   * The model and its dimensions: vectors of another model are never compared with this one's,
+   * and a server that now answers with another number of dimensions (another model under the
+   * same name) makes the stored vectors another embedder's, skipped, instead of mixed in.
+   */
+  get id(): string {
+    return `http:${this.opts.model}@${this.dimensions}`;
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
