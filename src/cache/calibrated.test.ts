@@ -52,6 +52,23 @@ describe('CalibratedScorer', () => {
     assert.ok(alone > 0 && alone < 1 && crowded > 0 && crowded < 1);
   });
 
+  test('texts with the same words score 1, unless operators, signs or emoji tell them apart', () => {
+    const scorer = new CalibratedScorer();
+    const v = query.vector;
+    const score = (a: string, b: string) => scorer.score({ text: a, vector: v }, { text: b, vector: v }, 1);
+    assert.equal(score('what is the capital of france', 'What is the capital of France?!'), 1);
+    assert.equal(score('## Steps\n- install *docker*', 'Steps\n* install docker'), 1);
+    for (const [a, b] of [
+      ['What is 5+3?', 'What is 5-3?'],
+      ['Is C++ hard to learn?', 'Is C# hard to learn?'],
+      ['if x > 5: print(x)', 'if x < 5: print(x)'],
+      ['What is -5 squared?', 'What is 5 squared?'],
+      ['Reply with 👍', 'Reply with 👎'],
+    ]) {
+      assert.equal(score(a as string, b as string), 0, `${a} / ${b}`);
+    }
+  });
+
   test('identical texts score 1 whatever the runner-up', () => {
     const scorer = new CalibratedScorer();
     assert.equal(scorer.score(candidate, { ...candidate }, 1, 0.999), 1);

@@ -196,7 +196,7 @@ export function forward(model: HitModel, x: Float64Array): number {
  * right answer for the query, from a small model over the two vectors and cheap text checks
  * (numbers, negation, names, rare words, question words, word overlap). When the partition holds
  * another question, a second stage also weighs how much nearer the candidate is than that one.
- * Identical texts score 1.
+ * Texts with the same words score 1 (0 when their operators or signs differ).
  */
 export class CalibratedScorer implements HitScorer {
   readonly id = 'calibrated@4';
@@ -224,7 +224,8 @@ export class CalibratedScorer implements HitScorer {
     // remembering each would only fill the memo (and the garbage collector's work) with them.
     const a = analyse(query.text);
     const b = this.analyse(candidate.text, candidate.scope);
-    if (a.normalised === b.normalised) return 1;
+    // The same words: the same question, unless operators or signs tell them apart ("5+3", "5-3").
+    if (a.normalised === b.normalised) return a.symbols === b.symbols ? 1 : 0;
     const x = inputVector(this.model, pairFeatures(a, b, cosine), query.vector, candidate.vector, this.input);
     let logit = forward(this.model, x);
     const stage = this.model.neighbourhood;

@@ -14,6 +14,20 @@ export interface SemanticKey {
   queryText: string;
   /** Earlier user turns joined by newlines; empty for a single-turn conversation. */
   prefixText: string;
+  /**
+   * Earlier turns of other roles (the assistant's replies), each with its whitespace folded:
+   * a follow-up ("multiply it by 3", "explain line 2") is about what was answered, so these must
+   * be equal for a semantic hit whatever the user turns.
+   */
+  repliesText: string;
+}
+
+/** The earlier replies of a conversation's turns, compared by `samePrefix` (see `SemanticKey.repliesText`). */
+export function repliesOf(earlier: readonly Message[]): string {
+  return earlier
+    .filter((m) => m.role !== 'user' && m.role !== 'system')
+    .map((m) => m.content.trim().replace(/\s+/g, ' '))
+    .join('\u0000');
 }
 
 /** The one encoding of a context (stored with every entry, so it never changes). */
@@ -55,6 +69,7 @@ export function semanticKey(messages: readonly Message[], namespace: string): Se
     // A follow-up is read with the user turn before it, so "when was it signed?" carries its "it".
     queryText: previous === undefined ? last.content : `${previous}\n${last.content}`,
     prefixText: userTurns.join('\n'),
+    repliesText: repliesOf(earlier),
   };
 }
 

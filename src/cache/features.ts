@@ -100,6 +100,12 @@ export interface TextInfo {
   /** Capitalised words not at the start of a sentence: names, places, products. */
   names: Set<string>;
   normalised: string;
+  /**
+   * The characters besides words that can change what a text asks: operators, signs, emoji, in
+   * order (sentence punctuation, brackets, quotes and markdown markers left out). "5+3" and
+   * "5-3", "C++" and "C#" have the same words and different symbols.
+   */
+  symbols: string;
   /** Distinct words, word bigrams, and character trigrams (of the first 1,000 characters). */
   wordSet: Set<string>;
   bigrams: Set<string>;
@@ -152,11 +158,18 @@ export function analyse(text: string): TextInfo {
     questionWords,
     names,
     normalised,
+    symbols: symbolsOf(text),
     wordSet: new Set(words),
     bigrams,
     charTrigrams,
     question: /\?\s*$/.test(text),
   };
+}
+
+function symbolsOf(text: string): string {
+  return text
+    .replace(/^[ \t]*(?:#{1,6}|[-*+>]|\d+[.)])[ \t]+/gm, '')
+    .replace(/[\p{L}\p{N}\s.,;:!?'"\u2018\u2019\u201c\u201d()[\]{}*_`~\u2026]/gu, '');
 }
 
 /** A crude stem so that plurals and simple inflections compare equal. */

@@ -176,12 +176,13 @@ describe('POST /api/v1/check', () => {
     assert.ok(res.search_results.closest_match_score < 0.5, `closest_match_score ${res.search_results.closest_match_score}`);
   });
 
-  test('the same follow-up after a reworded first question is a semantic hit', async () => {
+  test('the same follow-up after a reworded first question and the same reply is a semantic hit', async () => {
+    // The reply is the same when the reworded first question was itself answered from the cache.
     const a = [user('Tell me about the Amazon River.'), { role: 'assistant', content: 'It flows through Brazil.' }, user('how long is it')];
     await t.post('/api/v1/store', { messages: a, answer: 'About 6,400 km.', model: 'gpt-4o' }, key);
     const b = [
       user('What can you tell me about the Amazon River?'),
-      { role: 'assistant', content: 'A great river.' },
+      { role: 'assistant', content: 'It flows through  Brazil. ' },
       user('how long is it'),
     ];
     const res = (await t.post('/api/v1/check', { messages: b }, key)).json();
@@ -189,6 +190,21 @@ describe('POST /api/v1/check', () => {
     assert.equal(res.cache_type, 'semantic');
     assert.equal(res.answer, 'About 6,400 km.');
     assert.ok(res.similarity_score >= 0.85, `similarity_score ${res.similarity_score}`);
+  });
+
+  test('the same follow-up after the same question but another reply is a miss', async () => {
+    // "Multiply it by 3" is about the reply: 7 and 4 have different answers.
+    const first = user('Pick a random number from 1 to 10.');
+    const a = [first, { role: 'assistant', content: '7' }, user('Multiply it by 3.')];
+    await t.post('/api/v1/store', { messages: a, answer: '21', model: 'gpt-4o' }, key);
+    const b = [first, { role: 'assistant', content: '4' }, user('Multiply it by 3.')];
+    const res = (await t.post('/api/v1/check', { messages: b }, key)).json();
+    assert.equal(res.cache_hit, false);
+    const same = (
+      await t.post('/api/v1/check', { messages: [first, { role: 'assistant', content: '7' }, user('multiply it by 3')] }, key)
+    ).json();
+    assert.equal(same.cache_hit, true);
+    assert.equal(same.answer, '21');
   });
 
   test('a different system prompt never matches semantically', async () => {
