@@ -172,6 +172,36 @@ function symbolsOf(text: string): string {
     .replace(/[\p{L}\p{N}\s.,;:!?'"\u2018\u2019\u201c\u201d()[\]{}*_`~\u2026]/gu, '');
 }
 
+/** Words two texts must share, at their start and end together, for `aroundShared` to apply. */
+export const SHARED_PASSAGE_WORDS = 30;
+
+/**
+ * What two texts that share a long passage say around it: the words before and after their
+ * common start and end. A document, a template or pasted code with a different instruction or
+ * question ("Summarize this: T" / "Translate this: T") embeds nearly alike, as the passage
+ * outweighs what differs; what differs is then to be judged alone. Null when the texts share less
+ * than `SHARED_PASSAGE_WORDS` words that way, or say the same around it (the same content words).
+ */
+export function aroundShared(a: TextInfo, b: TextInfo): { a: string; b: string } | null {
+  const x = a.words;
+  const y = b.words;
+  const most = Math.min(x.length, y.length);
+  let start = 0;
+  while (start < most && x[start] === y[start]) start++;
+  let end = 0;
+  while (end < most - start && x[x.length - 1 - end] === y[y.length - 1 - end]) end++;
+  if (start + end < SHARED_PASSAGE_WORDS) return null;
+  const restA = x.slice(start, x.length - end);
+  const restB = y.slice(start, y.length - end);
+  // Question words and negations count: "… Who signed it?" and "… When was it signed?", "… Is it
+  // safe?" and "… Is it not safe?" differ around the passage.
+  const meaning = (words: string[]) => new Set(words.filter((w) => !STOP.has(w) || QUESTION_WORDS.has(w) || NEGATIONS.has(w)).map(stem));
+  const ma = meaning(restA);
+  const mb = meaning(restB);
+  if (ma.size === mb.size && [...ma].every((w) => mb.has(w))) return null;
+  return { a: restA.join(' '), b: restB.join(' ') };
+}
+
 /** A crude stem so that plurals and simple inflections compare equal. */
 function stem(w: string): string {
   if (w.length > 4 && w.endsWith('ies')) return `${w.slice(0, -3)}y`;

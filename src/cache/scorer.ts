@@ -19,6 +19,11 @@ export interface Side {
 export interface HitScorer {
   readonly id: string;
   score(query: Side, candidate: Side, cosine: number, runnerUp?: number): number;
+  /**
+   * Optional: when the two texts share a long passage and differ around it, the parts around it,
+   * which are then scored alone as well (see `aroundShared`); null otherwise.
+   */
+  around?(queryText: string, candidateText: string, scope?: string): { a: string; b: string } | null;
 }
 
 /**

@@ -297,7 +297,24 @@ export class CacheService {
       cosine,
       runnerUpOf(neighbours, entry.id, cosine),
     );
-    return { entry, score: Math.min(score, this.contextScore(key, prefixVector ?? null, entry)) };
+    const around = await this.aroundScore(account, key.queryText, entry);
+    return { entry, score: Math.min(score, around, this.contextScore(key, prefixVector ?? null, entry)) };
+  }
+
+  /**
+   * When the query and the candidate share a long passage (a document, a template, pasted code)
+   * and say something different around it, how surely that part asks the same: the scorer's
+   * score for it alone (0 when one side says nothing more). 1 otherwise.
+   */
+  private async aroundScore(account: Account, queryText: string, entry: Entry): Promise<number> {
+    if (!this.deps.scorer.around) return 1;
+    const rest = this.deps.scorer.around(queryText, entry.queryText, entry.accountId);
+    if (rest === null) return 1;
+    if (rest.a === '' || rest.b === '') return 0;
+    const [va, vb] = await (this.deps.embedder as Embedder).embed([rest.a, rest.b], account.id);
+    await this.turns.next();
+    if (!va || !vb) return 0;
+    return this.deps.scorer.score({ text: rest.a, vector: va }, { text: rest.b, vector: vb }, dot(va, vb));
   }
 
   /**

@@ -207,6 +207,25 @@ describe('POST /api/v1/check', () => {
     assert.equal(same.answer, '21');
   });
 
+  test('a long shared text with another instruction or question around it is a miss; the same request reworded around it hits', async () => {
+    const text =
+      'The Treaty of Westphalia, signed in 1648, ended the Thirty Years War in the Holy Roman Empire and the Eighty Years War ' +
+      'between Spain and the Dutch Republic. It established the principle of state sovereignty.';
+    for (const [stored, other] of [
+      [`Summarize this: ${text}`, `Translate this to French: ${text}`],
+      [`${text}\nWho signed it?`, `${text}\nWhen was it signed?`],
+    ] as const) {
+      const namespace = `around-${Math.random()}`;
+      await t.post('/api/v1/store', { messages: [user(stored)], answer: 'cached', model: 'gpt-4o', namespace }, key);
+      const res = (await t.post('/api/v1/check', { messages: [user(other)], namespace }, key)).json();
+      assert.equal(res.cache_hit, false, other);
+      const same = (
+        await t.post('/api/v1/check', { messages: [user(stored.replace('Summarize this', 'Please summarize this'))], namespace }, key)
+      ).json();
+      if (stored.startsWith('Summarize')) assert.equal(same.answer, 'cached');
+    }
+  });
+
   test('a different system prompt never matches semantically', async () => {
     const q = 'Translate "good morning" into French.';
     await t.post(
