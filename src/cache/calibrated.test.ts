@@ -58,12 +58,27 @@ describe('CalibratedScorer', () => {
     const score = (a: string, b: string) => scorer.score({ text: a, vector: v }, { text: b, vector: v }, 1);
     assert.equal(score('what is the capital of france', 'What is the capital of France?!'), 1);
     assert.equal(score('## Steps\n- install *docker*', 'Steps\n* install docker'), 1);
+    // Punctuation of any script, emphasis, joined words and emoji presentation are not symbols.
+    for (const [x, y] of [
+      ['什么是机器学习？', '什么是机器学习?'],
+      ['¿Cuál es la capital de Francia?', 'Cuál es la capital de Francia?'],
+      ['Is it state-of-the-art?', 'Is it state of the art?'],
+      ['I ❤️ Paris', 'I ❤ Paris'],
+      ['Thanks!', 'thanks'],
+      ['Explain **closures** in JS', 'Explain closures in JS'],
+    ]) {
+      assert.equal(score(x as string, y as string), 1, `${x} / ${y}`);
+    }
     for (const [a, b] of [
       ['What is 5+3?', 'What is 5-3?'],
       ['Is C++ hard to learn?', 'Is C# hard to learn?'],
       ['if x > 5: print(x)', 'if x < 5: print(x)'],
       ['What is -5 squared?', 'What is 5 squared?'],
       ['Reply with 👍', 'Reply with 👎'],
+      ['Is x != y here?', 'Is x = y here?'],
+      ['What is 5!?', 'What is 5?'],
+      ['What is 2**3?', 'What is 2*3?'],
+      ['What is ~5 in binary?', 'What is 5 in binary?'],
     ]) {
       assert.equal(score(a as string, b as string), 0, `${a} / ${b}`);
     }

@@ -219,22 +219,14 @@ export class CalibratedScorer implements HitScorer {
     return i;
   }
 
-  /** The last query's analysis: a check reads its query in `score` and again in `around`. */
-  private lastQuery: { text: string; info: TextInfo } | null = null;
-
-  private analyseQuery(text: string): TextInfo {
-    if (this.lastQuery?.text !== text) this.lastQuery = { text, info: analyse(text) };
-    return this.lastQuery.info;
-  }
-
   around(queryText: string, candidateText: string, scope?: string): { a: string; b: string } | null {
-    return aroundShared(this.analyseQuery(queryText), this.analyse(candidateText, scope));
+    return aroundShared(analyse(queryText), this.analyse(candidateText, scope));
   }
 
   score(query: Side, candidate: Side, cosine: number, runnerUp?: number): number {
     // Stored texts come back as candidates again and again; a query's text seldom does, and
     // remembering each would only fill the memo (and the garbage collector's work) with them.
-    const a = this.analyseQuery(query.text);
+    const a = analyse(query.text);
     const b = this.analyse(candidate.text, candidate.scope);
     // The same words: the same question, unless operators or signs tell them apart ("5+3", "5-3").
     if (a.normalised === b.normalised) return a.symbols === b.symbols ? 1 : 0;

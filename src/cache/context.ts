@@ -15,19 +15,53 @@ export interface SemanticKey {
   /** Earlier user turns joined by newlines; empty for a single-turn conversation. */
   prefixText: string;
   /**
-   * Earlier turns of other roles (the assistant's replies), each with its whitespace folded:
-   * a follow-up ("multiply it by 3", "explain line 2") is about what was answered, so these must
-   * be equal for a semantic hit whatever the user turns.
+   * Earlier turns of other roles (the assistant's replies): a follow-up ("multiply it by 3",
+   * "explain line 2") is about what was answered, so these must be the same (`sameReplies`) for a
+   * semantic hit whatever the user turns.
    */
-  repliesText: string;
+  replies: string[];
 }
 
-/** The earlier replies of a conversation's turns, compared by `samePrefix` (see `SemanticKey.repliesText`). */
-export function repliesOf(earlier: readonly Message[]): string {
-  return earlier
-    .filter((m) => m.role !== 'user' && m.role !== 'system')
-    .map((m) => m.content.trim().replace(/\s+/g, ' '))
-    .join('\u0000');
+/** The replies among a conversation's earlier turns (see `SemanticKey.replies`). */
+export function repliesOf(earlier: readonly Message[]): string[] {
+  return earlier.filter((m) => m.role !== 'user' && m.role !== 'system').map((m) => m.content);
+}
+
+/**
+ * Whether two conversations' replies are the same, apart from whitespace (a run of it is one
+ * space; none at the ends). Replies that differ usually differ early: the comparison stops there,
+ * so long replies cost little.
+ */
+export function sameReplies(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => sameApartFromWhitespace(x, b[i] as string));
+}
+
+const isSpace = (c: number) => c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x2028 || c === 0x2029 || c === 0xfeff;
+
+function sameApartFromWhitespace(a: string, b: string): boolean {
+  let i = 0;
+  let j = 0;
+  const skip = (s: string, k: number) => {
+    while (k < s.length && isSpace(s.charCodeAt(k))) k++;
+    return k;
+  };
+  i = skip(a, i);
+  j = skip(b, j);
+  while (i < a.length && j < b.length) {
+    const ca = a.charCodeAt(i);
+    const cb = b.charCodeAt(j);
+    if (isSpace(ca) || isSpace(cb)) {
+      // A run of whitespace on one side matches a run on the other, not nothing.
+      if (!isSpace(ca) || !isSpace(cb)) return false;
+      i = skip(a, i);
+      j = skip(b, j);
+      continue;
+    }
+    if (ca !== cb) return false;
+    i++;
+    j++;
+  }
+  return skip(a, i) === a.length && skip(b, j) === b.length;
 }
 
 /** The one encoding of a context (stored with every entry, so it never changes). */
@@ -69,7 +103,7 @@ export function semanticKey(messages: readonly Message[], namespace: string): Se
     // A follow-up is read with the user turn before it, so "when was it signed?" carries its "it".
     queryText: previous === undefined ? last.content : `${previous}\n${last.content}`,
     prefixText: userTurns.join('\n'),
-    repliesText: repliesOf(earlier),
+    replies: repliesOf(earlier),
   };
 }
 

@@ -101,9 +101,10 @@ export interface TextInfo {
   names: Set<string>;
   normalised: string;
   /**
-   * The characters besides words that can change what a text asks: operators, signs, emoji, in
-   * order (sentence punctuation, brackets, quotes and markdown markers left out). "5+3" and
-   * "5-3", "C++" and "C#" have the same words and different symbols.
+   * The characters besides words that can change what a text asks, in order: operators and signs
+   * (`+ - * / = < > ^ % ~ # & | @ $ \`, `!=`, a factorial's `!`) and emoji. Punctuation of any
+   * script, markdown markers and emphasis, and a hyphen or slash joining two words are left out.
+   * "5+3" and "5-3", "C++" and "C#" have the same words and different symbols.
    */
   symbols: string;
   /** Distinct words, word bigrams, and character trigrams (of the first 1,000 characters). */
@@ -167,9 +168,14 @@ export function analyse(text: string): TextInfo {
 }
 
 function symbolsOf(text: string): string {
-  return text
+  const t = text
+    // Markdown headers, bullets, quotes and numbered items at the start of a line.
     .replace(/^[ \t]*(?:#{1,6}|[-*+>]|\d+[.)])[ \t]+/gm, '')
-    .replace(/[\p{L}\p{N}\s.,;:!?'"\u2018\u2019\u201c\u201d()[\]{}*_`~\u2026]/gu, '');
+    // Emphasis: `*` and `_` runs at the edge of a word (not `2*3`, `2**3`, `a*b`).
+    .replace(/(?<![\p{L}\p{N}])[*_]+(?=[\p{L}\p{N}])|(?<=[\p{L}\p{N}])[*_]+(?![\p{L}\p{N}])/gu, '')
+    // A hyphen or slash joining words: state-of-the-art, and/or.
+    .replace(/(?<=\p{L})[-/](?=\p{L})/gu, ' ');
+  return (t.match(/!=|(?<=\d)!|[+\-*/=<>^%~#&|@$\\]|\p{Extended_Pictographic}/gu) ?? []).join('');
 }
 
 /** Words two texts must share, at their start and end together, for `aroundShared` to apply. */
@@ -199,7 +205,9 @@ export function aroundShared(a: TextInfo, b: TextInfo): { a: string; b: string }
   const ma = meaning(restA);
   const mb = meaning(restB);
   if (ma.size === mb.size && [...ma].every((w) => mb.has(w))) return null;
-  return { a: restA.join(' '), b: restB.join(' ') };
+  // What differs is judged on its first 2,000 characters: a question or an instruction, not a
+  // second document.
+  return { a: restA.join(' ').slice(0, 2000), b: restB.join(' ').slice(0, 2000) };
 }
 
 /** A crude stem so that plurals and simple inflections compare equal. */

@@ -4,7 +4,7 @@ import type { Embedder } from '../embedding/interface.ts';
 import type { Account, Entry, EntryHead, Store, UsageDelta } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
-import { contextHashOf, partitionOf, repliesOf, semanticKey, type SemanticKey } from './context.ts';
+import { contextHashOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, runnerUpOf, type HitScorer } from './scorer.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
@@ -314,7 +314,7 @@ export class CacheService {
     const [va, vb] = await (this.deps.embedder as Embedder).embed([rest.a, rest.b], account.id);
     await this.turns.next();
     if (!va || !vb) return 0;
-    return this.deps.scorer.score({ text: rest.a, vector: va }, { text: rest.b, vector: vb }, dot(va, vb));
+    return this.deps.scorer.score({ text: rest.a, vector: va }, { text: rest.b, vector: vb, scope: entry.accountId }, dot(va, vb));
   }
 
   /**
@@ -336,7 +336,7 @@ export class CacheService {
   private samePrefix(key: SemanticKey, prefixVector: Float32Array | null, e: Entry): boolean {
     if (key.prefixHash === e.prefixHash) return true;
     // The replies must be the same: "multiply it by 3" after "7" and after "4" differ.
-    if (key.repliesText !== repliesOf(e.messages.filter((m) => m.role !== 'system').slice(0, -1))) return false;
+    if (!sameReplies(key.replies, repliesOf(e.messages.filter((m) => m.role !== 'system').slice(0, -1)))) return false;
     if (!prefixVector || !e.prefixVector) return key.prefixText === e.prefixText && key.prefixText !== '';
     return dot(prefixVector, e.prefixVector) >= this.contextThreshold;
   }
