@@ -64,17 +64,20 @@ describe('faults: PostgreSQL restarts and Redis goes away during traffic', { ski
     assert.equal(acked.length, 20);
 
     await pgServer.stop();
-    const down = await node.post('/api/v1/store', { messages: [user('during the outage')], answer: 'x' }, key);
-    assert.equal(down.statusCode, 503);
-    assert.equal(down.json().error.code, 'SERVICE_UNAVAILABLE');
-    const check = await node.post('/api/v1/check', { messages: [user('kept 1')] }, key);
-    assert.equal(check.statusCode, 503);
-    const health = await node.get('/healthz');
-    assert.equal(health.statusCode, 503);
-    // Which part is down, but not the database's address or its error.
-    assert.equal(health.json().error.message, 'Reprise is not ready (store: unavailable)');
-
-    await pgServer.start();
+    try {
+      const down = await node.post('/api/v1/store', { messages: [user('during the outage')], answer: 'x' }, key);
+      assert.equal(down.statusCode, 503);
+      assert.equal(down.json().error.code, 'SERVICE_UNAVAILABLE');
+      const check = await node.post('/api/v1/check', { messages: [user('kept 1')] }, key);
+      assert.equal(check.statusCode, 503);
+      const health = await node.get('/healthz');
+      assert.equal(health.statusCode, 503);
+      // Which part is down, but not the database's address or its error.
+      assert.equal(health.json().error.message, 'Reprise is not ready (store: unavailable)');
+    } finally {
+      // Started again whatever failed above, so the node can close (its last counters go to it).
+      await pgServer.start();
+    }
     const recovered = await eventually(async () => (await node.get('/healthz')).statusCode === 200, 20_000);
     assert.ok(recovered, 'the node recovers without a restart');
     for (const i of acked) {
