@@ -253,22 +253,34 @@ export class CacheService {
     // then decides whether it is close enough. (Re-ranking the candidates by the scorer picks a
     // wrong neighbour more often on crowded data: measured in docs/quality.md.) The nearest is
     // read alone first, as it is nearly always usable; the others only when it is not.
-    const usableEntry = (e: Entry | undefined): e is Entry & { vector: Float32Array } =>
-      e !== undefined &&
-      usable(e, nowIso, model) &&
-      e.accountId === account.id &&
-      // An entry stored again in another scope keeps its id and leaves it behind in the old
-      // partition of the index; only its current scope counts.
-      e.contextHash === key.contextHash &&
-      e.embedderId === embedder.id &&
-      e.vector !== null &&
-      this.samePrefix(key, prefixVector ?? null, e);
+    // Whether a candidate can be served: 'ok'; 'replies' when it is the same conversation but for
+    // earlier replies (another conversation, not one to look past); 'other' when it is expired,
+    // another model's, another scope's or after other earlier turns.
+    const verdict = (e: Entry | undefined): 'ok' | 'replies' | 'other' => {
+      if (
+        e === undefined ||
+        !usable(e, nowIso, model) ||
+        e.accountId !== account.id ||
+        // An entry stored again in another scope keeps its id and leaves it behind in the old
+        // partition of the index; only its current scope counts.
+        e.contextHash !== key.contextHash ||
+        e.embedderId !== embedder.id ||
+        e.vector === null ||
+        !this.samePrefix(key, prefixVector ?? null, e)
+      ) {
+        return 'other';
+      }
+      return this.sameReplies(key, e) ? 'ok' : 'replies';
+    };
     const [first] = await this.deps.store.getEntries([(neighbours[0] as Neighbour).id]);
-    let found: { entry: Entry & { vector: Float32Array }; cosine: number } | null = usableEntry(first)
-      ? { entry: first, cosine: (neighbours[0] as Neighbour).cosine }
-      : null;
-    // When the nearest are all unusable (expired and not yet swept, stored for another model,
-    // after other earlier turns), the search widens, so they cannot hide a usable entry behind them.
+    const firstVerdict = verdict(first);
+    let found: { entry: Entry & { vector: Float32Array }; cosine: number } | null =
+      firstVerdict === 'ok' ? { entry: first as Entry & { vector: Float32Array }, cosine: (neighbours[0] as Neighbour).cosine } : null;
+    // When the nearest are unusable (expired and not yet swept, stored for another model, after
+    // other earlier turns), the search widens, so they cannot hide a usable entry behind them.
+    // Entries unusable only for their earlier replies do not widen it: a follow-up after a fresh
+    // reply differs from every stored conversation, and reading hundreds of them would find none.
+    let hidden = firstVerdict === 'other';
     const read = new Set<number>([(neighbours[0] as Neighbour).id]);
     for (let k = CANDIDATES; !found;) {
       const rest = neighbours.filter((n) => !read.has(n.id));
@@ -277,13 +289,15 @@ export class CacheService {
         for (const n of rest) {
           read.add(n.id);
           const e = byId.get(n.id);
-          if (usableEntry(e)) {
-            found = { entry: e, cosine: n.cosine };
+          const v = verdict(e);
+          if (v === 'ok') {
+            found = { entry: e as Entry & { vector: Float32Array }, cosine: n.cosine };
             break;
           }
+          if (v === 'other') hidden = true;
         }
       }
-      if (found || neighbours.length < k || k >= MAX_CANDIDATES) break;
+      if (found || !hidden || neighbours.length < k || k >= MAX_CANDIDATES) break;
       k = Math.min(k * 8, MAX_CANDIDATES);
       neighbours = this.deps.index.search(partition, vector, k);
     }
@@ -333,10 +347,14 @@ export class CacheService {
     );
   }
 
+  /** Whether the earlier replies are the same: "multiply it by 3" after "7" and after "4" differ. */
+  private sameReplies(key: SemanticKey, e: Entry): boolean {
+    if (key.prefixHash === e.prefixHash) return true;
+    return sameReplies(key.replies, repliesOf(e.messages.filter((m) => m.role !== 'system').slice(0, -1)));
+  }
+
   private samePrefix(key: SemanticKey, prefixVector: Float32Array | null, e: Entry): boolean {
     if (key.prefixHash === e.prefixHash) return true;
-    // The replies must be the same: "multiply it by 3" after "7" and after "4" differ.
-    if (!sameReplies(key.replies, repliesOf(e.messages.filter((m) => m.role !== 'system').slice(0, -1)))) return false;
     if (!prefixVector || !e.prefixVector) return key.prefixText === e.prefixText && key.prefixText !== '';
     return dot(prefixVector, e.prefixVector) >= this.contextThreshold;
   }
