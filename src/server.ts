@@ -6,11 +6,10 @@ import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createKey } from './keys/keys.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
-import type { Store } from './store/interface.ts';
+import type { Account, Store } from './store/interface.ts';
 
-/** On first start (no accounts yet) creates the `default` account and prints its key once. */
-export async function bootstrap(store: Store, url: string, print: (s: string) => void): Promise<void> {
-  const accounts = await store.listAccounts();
+/** On first start (`accounts` is empty) creates the `default` account and prints its key once. */
+export async function bootstrap(store: Store, accounts: readonly Account[], url: string, print: (s: string) => void): Promise<void> {
   if (accounts.length > 0) return;
   let account;
   try {
@@ -71,11 +70,12 @@ export async function startServer(config: Config): Promise<Server> {
     const why = (e.code && LISTEN_FAILURES[e.code]) ?? e.code ?? e.message;
     throw new ListenError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${why}`, { cause: err });
   }
+  const accounts = await runtime.ctx.store.listAccounts();
   // The first start's key is printed once the server listens, so it is never shown for a server that did not start.
-  await bootstrap(runtime.ctx.store, url, (s) => process.stdout.write(`${s}\n`));
+  await bootstrap(runtime.ctx.store, accounts, url, (s) => process.stdout.write(`${s}\n`));
   // An account's plan that this configuration does not define (a REPRISE_CONFIG left out) gets
   // the free plan's limits: said at start, not found out from 429s.
-  for (const account of await runtime.ctx.store.listAccounts()) {
+  for (const account of accounts) {
     if (!Object.hasOwn(config.plans, account.plan)) {
       logger.warn(
         { account: account.name, plan: account.plan, plans: Object.keys(config.plans) },

@@ -219,14 +219,30 @@ export class CalibratedScorer implements HitScorer {
     return i;
   }
 
-  around(queryText: string, candidateText: string, scope?: string): { a: string; b: string } | null {
-    return aroundShared(analyse(queryText), this.analyse(candidateText, scope));
+  /**
+   * A query's analysis, kept with its `Side` for as long as the caller holds it: a check reads its
+   * query in `score` and again in `around`, with the same object. (Not by its text: how fast a
+   * check is answered must say nothing of other accounts' queries.)
+   */
+  private readonly queries = new WeakMap<Side, TextInfo>();
+
+  private analyseQuery(query: Side): TextInfo {
+    let i = this.queries.get(query);
+    if (!i) {
+      i = analyse(query.text);
+      this.queries.set(query, i);
+    }
+    return i;
+  }
+
+  around(query: Side, candidate: Side): { a: string; b: string } | null {
+    return aroundShared(this.analyseQuery(query), this.analyse(candidate.text, candidate.scope));
   }
 
   score(query: Side, candidate: Side, cosine: number, runnerUp?: number): number {
     // Stored texts come back as candidates again and again; a query's text seldom does, and
     // remembering each would only fill the memo (and the garbage collector's work) with them.
-    const a = analyse(query.text);
+    const a = this.analyseQuery(query);
     const b = this.analyse(candidate.text, candidate.scope);
     // The same words: the same question, unless operators or signs tell them apart ("5+3", "5-3").
     if (a.normalised === b.normalised) return a.symbols === b.symbols ? 1 : 0;

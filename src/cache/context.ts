@@ -22,9 +22,14 @@ export interface SemanticKey {
   replies: string[];
 }
 
-/** The replies among a conversation's earlier turns (see `SemanticKey.replies`). */
-export function repliesOf(earlier: readonly Message[]): string[] {
-  return earlier.filter((m) => m.role !== 'user' && m.role !== 'system').map((m) => m.content);
+/** A conversation's replies before its final turn (see `SemanticKey.replies`). */
+export function repliesOf(messages: readonly Message[]): string[] {
+  return repliesAmong(messages.filter((m) => m.role !== 'system').slice(0, -1));
+}
+
+/** The replies among earlier turns (system messages already left out). */
+function repliesAmong(earlier: readonly Message[]): string[] {
+  return earlier.filter((m) => m.role !== 'user').map((m) => m.content);
 }
 
 /**
@@ -103,7 +108,7 @@ export function semanticKey(messages: readonly Message[], namespace: string): Se
     // A follow-up is read with the user turn before it, so "when was it signed?" carries its "it".
     queryText: previous === undefined ? last.content : `${previous}\n${last.content}`,
     prefixText: userTurns.join('\n'),
-    replies: repliesOf(earlier),
+    replies: repliesAmong(earlier),
   };
 }
 

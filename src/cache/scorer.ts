@@ -23,7 +23,7 @@ export interface HitScorer {
    * Optional: when the two texts share a long passage and differ around it, the parts around it,
    * which are then scored alone as well (see `aroundShared`); null otherwise.
    */
-  around?(queryText: string, candidateText: string, scope?: string): { a: string; b: string } | null;
+  around?(query: Side, candidate: Side): { a: string; b: string } | null;
 }
 
 /**

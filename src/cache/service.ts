@@ -6,7 +6,7 @@ import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
-import { dot, runnerUpOf, type HitScorer } from './scorer.ts';
+import { dot, runnerUpOf, type HitScorer, type Side } from './scorer.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
 import { Turns } from '../util/turns.ts';
@@ -305,13 +305,10 @@ export class CacheService {
     const { entry, cosine } = found;
     // A candidate far nearer than any other question is more likely the same question; one among
     // several equally near, less.
-    const score = this.deps.scorer.score(
-      { text: key.queryText, vector },
-      { text: entry.queryText, vector: entry.vector, scope: entry.accountId },
-      cosine,
-      runnerUpOf(neighbours, entry.id, cosine),
-    );
-    const around = await this.aroundScore(account, key.queryText, entry);
+    const query = { text: key.queryText, vector };
+    const candidate = { text: entry.queryText, vector: entry.vector, scope: entry.accountId };
+    const score = this.deps.scorer.score(query, candidate, cosine, runnerUpOf(neighbours, entry.id, cosine));
+    const around = await this.aroundScore(account, query, candidate);
     return { entry, score: Math.min(score, around, this.contextScore(key, prefixVector ?? null, entry)) };
   }
 
@@ -320,15 +317,15 @@ export class CacheService {
    * and say something different around it, how surely that part asks the same: the scorer's
    * score for it alone (0 when one side says nothing more). 1 otherwise.
    */
-  private async aroundScore(account: Account, queryText: string, entry: Entry): Promise<number> {
+  private async aroundScore(account: Account, query: Side, candidate: Side): Promise<number> {
     if (!this.deps.scorer.around) return 1;
-    const rest = this.deps.scorer.around(queryText, entry.queryText, entry.accountId);
+    const rest = this.deps.scorer.around(query, candidate);
     if (rest === null) return 1;
     if (rest.a === '' || rest.b === '') return 0;
     const [va, vb] = await (this.deps.embedder as Embedder).embed([rest.a, rest.b], account.id);
     await this.turns.next();
     if (!va || !vb) return 0;
-    return this.deps.scorer.score({ text: rest.a, vector: va }, { text: rest.b, vector: vb, scope: entry.accountId }, dot(va, vb));
+    return this.deps.scorer.score({ text: rest.a, vector: va }, { text: rest.b, vector: vb, scope: candidate.scope }, dot(va, vb));
   }
 
   /**
@@ -350,7 +347,7 @@ export class CacheService {
   /** Whether the earlier replies are the same: "multiply it by 3" after "7" and after "4" differ. */
   private sameReplies(key: SemanticKey, e: Entry): boolean {
     if (key.prefixHash === e.prefixHash) return true;
-    return sameReplies(key.replies, repliesOf(e.messages.filter((m) => m.role !== 'system').slice(0, -1)));
+    return sameReplies(key.replies, repliesOf(e.messages));
   }
 
   private samePrefix(key: SemanticKey, prefixVector: Float32Array | null, e: Entry): boolean {
@@ -446,7 +443,6 @@ export class CacheService {
     return this.deps.usage.flush();
   }
 
-  /** Removes an entry from the store and the index. */
   /** Deletes an entry of the account by its public id (`entry_id`); false when it has none such. */
   async deleteEntry(account: Account, publicId: number): Promise<boolean> {
     const gone = await this.deps.store.deleteEntry(account.id, publicId);
