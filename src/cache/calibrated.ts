@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Lru } from '../util/lru.ts';
+import { differentRequest } from './contrast.ts';
 import { analyse, aroundShared, FEATURE_NAMES, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
 
@@ -196,10 +197,11 @@ export function forward(model: HitModel, x: Float64Array): number {
  * right answer for the query, from a small model over the two vectors and cheap text checks
  * (numbers, negation, names, rare words, question words, word overlap). When the partition holds
  * another question, a second stage also weighs how much nearer the candidate is than that one.
- * Texts with the same words score 1 (0 when their operators or signs differ).
+ * Texts with the same words score 1 (0 when their operators or signs differ); requests that name
+ * different things of one kind, swap two things or name other quantities score 0 (`differs`).
  */
 export class CalibratedScorer implements HitScorer {
-  readonly id = 'calibrated@4';
+  readonly id = 'calibrated@5';
   private readonly info = new Lru<string, TextInfo>(20_000);
   /** The network's input, rewritten for each pair. */
   private readonly input: Float64Array;
@@ -239,6 +241,10 @@ export class CalibratedScorer implements HitScorer {
     return aroundShared(this.analyseQuery(query), this.analyse(candidate.text, candidate.scope));
   }
 
+  differs(query: Side, candidate: Side): string | null {
+    return differentRequest(this.analyseQuery(query), this.analyse(candidate.text, candidate.scope));
+  }
+
   score(query: Side, candidate: Side, cosine: number, runnerUp?: number): number {
     // Stored texts come back as candidates again and again; a query's text seldom does, and
     // remembering each would only fill the memo (and the garbage collector's work) with them.
@@ -246,6 +252,8 @@ export class CalibratedScorer implements HitScorer {
     const b = this.analyse(candidate.text, candidate.scope);
     // The same words: the same question, unless operators or signs tell them apart ("5+3", "5-3").
     if (a.normalised === b.normalised) return a.symbols === b.symbols ? 1 : 0;
+    // Requests that name different things of one kind, swap two things or name other quantities.
+    if (differentRequest(a, b) !== null) return 0;
     const x = inputVector(this.model, pairFeatures(a, b, cosine), query.vector, candidate.vector, this.input);
     let logit = forward(this.model, x);
     const stage = this.model.neighbourhood;

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { quantitiesOf } from './contrast.ts';
 
 /**
  * Cheap pair features for the hit decision: how two texts differ beyond the cosine of their
@@ -95,6 +96,8 @@ export interface TextInfo {
   /** Rarity of each content stem (the rarest surface form). */
   weight: Map<string, number>;
   numbers: Set<string>;
+  /** The quantities named, as numbers ("10k", "10,000" and "10000" are one): `quantitiesOf`. */
+  quantities: Set<string>;
   negations: number;
   questionWords: Set<string>;
   /** Capitalised words not at the start of a sentence: names, places, products. */
@@ -155,6 +158,7 @@ export function analyse(text: string): TextInfo {
     content,
     weight,
     numbers,
+    quantities: quantitiesOf(text),
     negations,
     questionWords,
     names,

@@ -24,6 +24,12 @@ export interface HitScorer {
    * which are then scored alone as well (see `aroundShared`); null otherwise.
    */
   around?(query: Side, candidate: Side): { a: string; b: string } | null;
+  /**
+   * Optional: why the candidate is another request however near it is ("sort ascending" / "sort
+   * descending", "10 miles to km" / "10 km to miles", "for 2 people" / "for 20 people"), or null.
+   * Such a candidate is passed over for the next nearest, and is no rival to it.
+   */
+  differs?(query: Side, candidate: Side): string | null;
 }
 
 /**

@@ -253,10 +253,15 @@ export class CacheService {
     // then decides whether it is close enough. (Re-ranking the candidates by the scorer picks a
     // wrong neighbour more often on crowded data: measured in docs/quality.md.) The nearest is
     // read alone first, as it is nearly always usable; the others only when it is not.
-    // Whether a candidate can be served: 'ok'; 'replies' when it is the same conversation but for
-    // earlier replies (another conversation, not one to look past); 'other' when it is expired,
-    // another model's, another scope's or after other earlier turns.
-    const verdict = (e: Entry | undefined): 'ok' | 'replies' | 'other' => {
+    const query: Side = { text: key.queryText, vector };
+    // Candidates that are another request however near ("sort ascending" for "sort descending"):
+    // passed over, and no rival to the one served.
+    const different = new Set<number>();
+    // Whether a candidate can be served: 'ok'; 'other request' when it is the same conversation but
+    // for earlier replies, or the scorer tells it is another request (neither is one to widen the
+    // search for); 'unusable' when it is expired, another model's, another scope's or after other
+    // earlier turns.
+    const verdict = (e: Entry | undefined): 'ok' | 'other request' | 'unusable' => {
       if (
         e === undefined ||
         !usable(e, nowIso, model) ||
@@ -268,9 +273,14 @@ export class CacheService {
         e.vector === null ||
         !this.samePrefix(key, prefixVector ?? null, e)
       ) {
-        return 'other';
+        return 'unusable';
       }
-      return this.sameReplies(key, e) ? 'ok' : 'replies';
+      if (!this.sameReplies(key, e)) return 'other request';
+      if (this.deps.scorer.differs?.(query, { text: e.queryText, vector: e.vector, scope: e.accountId })) {
+        different.add(e.id);
+        return 'other request';
+      }
+      return 'ok';
     };
     const [first] = await this.deps.store.getEntries([(neighbours[0] as Neighbour).id]);
     const firstVerdict = verdict(first);
@@ -278,9 +288,9 @@ export class CacheService {
       firstVerdict === 'ok' ? { entry: first as Entry & { vector: Float32Array }, cosine: (neighbours[0] as Neighbour).cosine } : null;
     // When the nearest are unusable (expired and not yet swept, stored for another model, after
     // other earlier turns), the search widens, so they cannot hide a usable entry behind them.
-    // Entries unusable only for their earlier replies do not widen it: a follow-up after a fresh
-    // reply differs from every stored conversation, and reading hundreds of them would find none.
-    let hidden = firstVerdict === 'other';
+    // Other requests do not widen it: a follow-up after a fresh reply differs from every stored
+    // conversation, and reading hundreds of them would find none.
+    let hidden = firstVerdict === 'unusable';
     const read = new Set<number>([(neighbours[0] as Neighbour).id]);
     for (let k = CANDIDATES; !found;) {
       const rest = neighbours.filter((n) => !read.has(n.id));
@@ -294,7 +304,7 @@ export class CacheService {
             found = { entry: e as Entry & { vector: Float32Array }, cosine: n.cosine };
             break;
           }
-          if (v === 'other') hidden = true;
+          if (v === 'unusable') hidden = true;
         }
       }
       if (found || !hidden || neighbours.length < k || k >= MAX_CANDIDATES) break;
@@ -305,9 +315,9 @@ export class CacheService {
     const { entry, cosine } = found;
     // A candidate far nearer than any other question is more likely the same question; one among
     // several equally near, less.
-    const query = { text: key.queryText, vector };
     const candidate = { text: entry.queryText, vector: entry.vector, scope: entry.accountId };
-    const score = this.deps.scorer.score(query, candidate, cosine, runnerUpOf(neighbours, entry.id, cosine));
+    const rivals = different.size === 0 ? neighbours : neighbours.filter((n) => !different.has(n.id));
+    const score = this.deps.scorer.score(query, candidate, cosine, runnerUpOf(rivals, entry.id, cosine));
     const around = await this.aroundScore(account, query, candidate);
     return { entry, score: Math.min(score, around, this.contextScore(key, prefixVector ?? null, entry)) };
   }

@@ -226,6 +226,28 @@ describe('POST /api/v1/check', () => {
     }
   });
 
+  test('a request naming another thing of one kind, swapping two things or naming other quantities is a miss; a farther entry asking the same is served', async () => {
+    // The query is nearer the first entry (cosine 0.93–0.98) than the second (0.52–0.91).
+    for (const [other, same, query] of [
+      [
+        'How do I sort a list in ascending order in Python?',
+        'In Python, how can I sort a list from largest to smallest (descending)?',
+        'How do I sort a list in descending order in Python?',
+      ],
+      ['Convert 10 miles to km', 'How many miles are 10 kilometres?', 'Convert 10 km to miles'],
+      ['Give me a lasagna recipe for 2 people', 'I need lasagna for a party of 20: recipe?', 'Give me a lasagna recipe for 20 people'],
+    ] as const) {
+      const namespace = `contrast-${Math.random()}`;
+      const check = { messages: [user(query)], namespace, similarity_threshold: 0 };
+      await t.post('/api/v1/store', { messages: [user(other)], answer: 'other', model: 'gpt-4o', namespace }, key);
+      const res = (await t.post('/api/v1/check', check, key)).json();
+      assert.equal(res.cache_hit, false, query);
+      await t.post('/api/v1/store', { messages: [user(same)], answer: 'same', model: 'gpt-4o', namespace }, key);
+      const served = (await t.post('/api/v1/check', check, key)).json();
+      assert.equal(served.answer, 'same', JSON.stringify(served));
+    }
+  });
+
   test('a different system prompt never matches semantically', async () => {
     const q = 'Translate "good morning" into French.';
     await t.post(

@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { contrastingWords, differentQuantities, differentRequest, quantitiesOf, swappedRoles } from './contrast.ts';
+import { analyse } from './features.ts';
+
+describe('contrastingWords', () => {
+  const contrast = (a: string, b: string) => contrastingWords(analyse(a), analyse(b));
+
+  test('names the two things of one kind that the texts differ in', () => {
+    assert.equal(contrast('Sort the list in ascending order', 'sort the list in descending order'), 'ascending/descending');
+    assert.equal(contrast('Find the second highest salary in SQL', 'find the 3rd highest salary in SQL'), 'second/third');
+    assert.equal(contrast('Convert 10 km to miles', 'Convert 10 km to meters'), 'mile/meter');
+    assert.equal(contrast('How do I reverse a list in python?', 'How do I reverse a list in java?'), 'python/java');
+    assert.equal(contrast('What should I cook for dinner?', 'What should I cook for breakfast?'), 'dinner/breakfast');
+  });
+
+  test('spellings of one thing, and texts naming both things, are no contrast', () => {
+    assert.equal(contrast('What is the 2nd largest city in Spain?', 'Which is the second-largest city in Spain?'), null);
+    assert.equal(contrast('How many km is a mile?', 'How many kilometres are in one mile?'), null);
+    assert.equal(contrast('Python or Java for a beginner?', 'Should a beginner learn Java?'), null);
+    assert.equal(contrast('Sort the list from smallest to largest', 'Sort the list in ascending order'), null);
+  });
+});
+
+describe('swappedRoles', () => {
+  const swapped = (a: string, b: string) => swappedRoles(analyse(a), analyse(b));
+
+  test('finds two things that change places around the same words', () => {
+    assert.equal(swapped('Convert 10 miles to km', 'convert 10 km to miles'), 'miles to km');
+    assert.equal(swapped('Is Python faster than Java?', 'Is Java faster than Python?'), 'python faster than java');
+    assert.equal(swapped('cheap flights from Paris to Rome', 'Cheap flights from Rome to Paris'), 'paris to rome');
+    assert.equal(swapped('Subtract 3 from 10', 'subtract 10 from 3'), '3 from 10');
+    // Longer things and longer words between, articles and possessives aside.
+    assert.equal(swapped('first train from Boston to New York', 'first train from New York to Boston'), 'boston to new york');
+    assert.equal(swapped('20 is what percent of 80?', '80 is what percent of 20?'), '20 is what percent of 80');
+    assert.equal(swapped('how to convert an int to a string in java', 'how to convert a string to an int in java'), 'int to string');
+    assert.equal(swapped('a polite email from a teacher to a parent', 'a polite email from a parent to the teacher'), 'teacher to parent');
+    assert.equal(swapped('how many US dollars is 500 euros', 'how many euros is 500 US dollars'), 'us dollars is 500 euros');
+  });
+
+  test('a symmetric relation, a moved phrase, or both orders in one text are no swap', () => {
+    assert.equal(swapped('What is the difference between Python and Java?', 'What is the difference between Java and Python?'), null);
+    assert.equal(swapped('Compare Python with Java', 'Compare Java with Python'), null);
+    assert.equal(swapped('Python vs Java for web apps', 'Java vs Python for web apps'), null);
+    assert.equal(swapped('In Python, how do I sort a list?', 'How do I sort a list in Python?'), null);
+    assert.equal(swapped('Convert miles to km and km to miles', 'convert km to miles'), null);
+    assert.equal(swapped('How is Python different from Java?', 'How is Java different from Python?'), null);
+    // A list in another order.
+    assert.equal(swapped('results for 2002, 2001 and 2000', 'results for 2000, 2001 and 2002'), null);
+  });
+});
+
+describe('quantities', () => {
+  test('one quantity however written; digits inside words are none', () => {
+    assert.deepEqual([...quantitiesOf('under 10k, ₹10,000 or 10000 INR')], ['10000']);
+    assert.deepEqual([...quantitiesOf('1.5 million people')], ['1500000']);
+    assert.deepEqual([...quantitiesOf('a recipe for two, not twenty-five')], ['2']);
+    assert.deepEqual([...quantitiesOf('convert mp3 to wav, H2O, 100m sprint')], []);
+    assert.deepEqual([...quantitiesOf('It costs 5.')], ['5']);
+  });
+
+  test('differ when each text names a quantity the other does not', () => {
+    const q = (a: string, b: string) => differentQuantities(quantitiesOf(a), quantitiesOf(b));
+    assert.equal(q('a lasagna recipe for 2 people', 'a lasagna recipe for 20 people'), '2/20');
+    assert.equal(q('best phone under 15k', 'best phone under 15,000'), null);
+    // A quantity added on one side only is a detail, not another request.
+    assert.equal(q('best laptop under 1000', 'best laptop under 1000 for 3D work in 2024'), null);
+    assert.equal(q('What is the capital of France?', 'What was the capital of France in 1800?'), null);
+  });
+});
+
+describe('differentRequest', () => {
+  test('is null for a rewording and names the difference otherwise', () => {
+    const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
+    assert.equal(d('How do I reverse a string in Python?', 'Python: what is the way to reverse a string?'), null);
+    assert.equal(d('Sort ascending', 'sort descending'), 'ascending/descending');
+    assert.equal(d('Convert 10 miles to km', 'Convert 10 km to miles'), 'miles to km');
+    assert.equal(d('plan a 3 day trip to Rome', 'plan a 7 day trip to Rome'), '3/7');
+  });
+});
