@@ -296,6 +296,8 @@ const COMPARISON = new Set(
 );
 /** Words left out when looking for a swap: "an int to a string" / "a string to an int". */
 const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'your', 'our', 'his', 'her', 'their', 'its', 'this', 'that', 'some']);
+/** Steps of `swappedRoles` before it gives up (about 2 ms at most). */
+const SWAP_BUDGET = 10_000;
 const FUNCTION_WORDS = new Set(
   (
     'a an the and or but of to in on at by for with from into onto about as is are was were be been do does did i me my we ' +
@@ -336,17 +338,21 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
     if (list) list.push(j);
     else at.set(w, [j]);
   });
-  const limit = Math.min(x.length, 400);
-  for (let i = 0; i < limit; i++) {
+  // A bound on the work, whatever the texts: a word repeated all through both ("foo bar foo bar …")
+  // would otherwise be tried at every pair of places. Past it the texts are taken as no swap.
+  let budget = SWAP_BUDGET;
+  for (let i = 0; i < x.length; i++) {
     if (FUNCTION_WORDS.has(x[i] as string)) continue;
     for (const q of at.get(x[i] as string) ?? []) {
       // S1 is x[i, i + n1) and y[q, q + n1); M follows it in x and precedes it in y; S2 follows M in
       // x and precedes M in y.
       for (let n1 = 1; n1 <= 3 && same(x, i, y, q, n1); n1++) {
         for (let nm = 1; nm <= 5; nm++) {
+          if (--budget < 0) return null;
           if (!same(x, i + n1, y, q - nm, nm)) continue;
           for (let n2 = 1; n2 <= 3; n2++) {
             if (!same(x, i + n1 + nm, y, q - nm - n2, n2)) continue;
+            budget -= 10;
             const s1 = x.slice(i, i + n1);
             const m = x.slice(i + n1, i + n1 + nm);
             const s2 = x.slice(i + n1 + nm, i + n1 + nm + n2);
@@ -354,6 +360,7 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
             // "X and Y", "X or Y"; and lists: "2002, 2001 and 2000" / "2000, 2001 and 2002".
             if (m.every((w) => CONNECTORS.has(w)) || CONNECTORS.has(m[0] as string) || CONNECTORS.has(m[nm - 1] as string)) continue;
             if (s1.some((w) => s2.includes(w))) continue;
+            budget -= x.length + y.length;
             if (holds(x, s2, m, s1) || holds(y, s1, m, s2)) continue;
             return [...s1, ...m, ...s2].join(' ');
           }
