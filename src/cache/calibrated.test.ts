@@ -84,6 +84,27 @@ describe('CalibratedScorer', () => {
     }
   });
 
+  test('names typed in lower case tell questions apart; the same name reworded still hits', async () => {
+    const scorer = new CalibratedScorer();
+    const score = async (a: string, b: string) => {
+      const [va, vb] = (await embedder.embed([a, b])) as Float32Array[];
+      return scorer.score(
+        { text: b, vector: vb as Float32Array },
+        { text: a, vector: va as Float32Array },
+        dot(va as Float32Array, vb as Float32Array),
+      );
+    };
+    for (const [a, b] of [
+      ['what is the population of lyon', 'what is the population of marseille'],
+      ['how old is the colosseum in rome', 'how old is the pantheon in rome'],
+    ]) {
+      const s = await score(a as string, b as string);
+      assert.ok(s < 0.85, `${a} / ${b}: ${s}`);
+    }
+    const same = await score('what is the capital of slovakia', 'whats the capital city of slovakia');
+    assert.ok(same >= 0.85, `${same}`);
+  });
+
   test('identical texts score 1 whatever the runner-up', () => {
     const scorer = new CalibratedScorer();
     assert.equal(scorer.score(candidate, { ...candidate }, 1, 0.999), 1);

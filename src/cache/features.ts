@@ -100,7 +100,10 @@ export interface TextInfo {
   quantities: Set<string>;
   negations: number;
   questionWords: Set<string>;
-  /** Capitalised words not at the start of a sentence: names, places, products. */
+  /**
+   * Capitalised words not at the start of a sentence: names, places, products. In a text without a
+   * capital letter, its content words outside the tokenizer's vocabulary (`rarity` UNSEEN).
+   */
   names: Set<string>;
   normalised: string;
   /**
@@ -146,6 +149,11 @@ export function analyse(text: string): TextInfo {
         if (!STOP.has(w.toLowerCase())) names.add(w.toLowerCase());
       }
     });
+  }
+  // Typed all in lower case, a text shows no names by their capitals ("how tall is lebron james"):
+  // its words the tokenizer's vocabulary lacks stand in for them.
+  if (!/\p{Lu}/u.test(text)) {
+    for (const w of words) if (!STOP.has(w) && !/^\d/.test(w) && rarity(w) >= UNSEEN) names.add(w);
   }
   const normalised = words.join(' ');
   const bigrams = new Set<string>();
