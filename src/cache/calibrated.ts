@@ -4,6 +4,9 @@ import { differentRequest } from './contrast.ts';
 import { analyse, aroundShared, FEATURE_NAMES, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
 
+/** Texts up to this length have their analysis remembered, and are checked by `differs`. */
+const MEMO_CHARS = 2048;
+
 /** One network: ReLU hidden layers, one output logit, and a linear path from the hand-made features. */
 export interface HitNet {
   layers: { in: number; out: number; w: ArrayLike<number>; b: ArrayLike<number> }[];
@@ -216,7 +219,7 @@ export class CalibratedScorer implements HitScorer {
     if (!i) {
       i = analyse(text);
       // Only short texts are remembered, so the memo stays small in bytes as well as in count.
-      if (text.length <= 2048) this.info.set(key, i);
+      if (text.length <= MEMO_CHARS) this.info.set(key, i);
     }
     return i;
   }
@@ -241,7 +244,13 @@ export class CalibratedScorer implements HitScorer {
     return aroundShared(this.analyseQuery(query), this.analyse(candidate.text, candidate.scope));
   }
 
+  /**
+   * Why the candidate is another request (`differentRequest`), or null. Texts over 2,048 characters
+   * (a document, pasted code) are not checked here: reading each candidate's would cost
+   * milliseconds, and what differs around a long shared passage is scored alone (`around`).
+   */
   differs(query: Side, candidate: Side): string | null {
+    if (query.text.length > MEMO_CHARS || candidate.text.length > MEMO_CHARS) return null;
     return differentRequest(this.analyseQuery(query), this.analyse(candidate.text, candidate.scope));
   }
 

@@ -19,6 +19,18 @@ describe('contrastingWords', () => {
     assert.equal(contrast('How many km is a mile?', 'How many kilometres are in one mile?'), null);
     assert.equal(contrast('Python or Java for a beginner?', 'Should a beginner learn Java?'), null);
     assert.equal(contrast('Sort the list from smallest to largest', 'Sort the list in ascending order'), null);
+    // Words a request uses in other senses are in no set.
+    assert.equal(contrast('My computer is slowing down', 'How can I speed up my computer?'), null);
+    assert.equal(contrast('Show me how to make a div invisible', 'How do I hide a div?'), null);
+    assert.equal(contrast('What time is it in Tokyo right now?', 'Tokyo time now? Left my watch at home'), null);
+    assert.equal(contrast('Make me a 7-day meal plan', 'a meal plan for one week'), null);
+    assert.equal(contrast('How do I write a function that reads a file?', 'Function to read a file'), null);
+  });
+
+  test('inflections and possessives name the same thing', () => {
+    assert.equal(contrast('How do I encrypt a file?', 'How does one decrypt files?'), 'encrypt/decrypt');
+    assert.equal(contrast("what's on today's menu", "what's on tomorrow's menu"), 'today/tomorrow');
+    assert.equal(contrast('Cheap flights on Mondays', 'cheap flights on Fridays'), 'monday/friday');
   });
 });
 
@@ -26,7 +38,7 @@ describe('swappedRoles', () => {
   const swapped = (a: string, b: string) => swappedRoles(analyse(a), analyse(b));
 
   test('finds two things that change places around the same words', () => {
-    assert.equal(swapped('Convert 10 miles to km', 'convert 10 km to miles'), 'miles to km');
+    assert.equal(swapped('Convert 10 miles to km', 'convert 10 km to miles'), 'mile to km');
     assert.equal(swapped('Is Python faster than Java?', 'Is Java faster than Python?'), 'python faster than java');
     assert.equal(swapped('cheap flights from Paris to Rome', 'Cheap flights from Rome to Paris'), 'paris to rome');
     assert.equal(swapped('Subtract 3 from 10', 'subtract 10 from 3'), '3 from 10');
@@ -35,7 +47,7 @@ describe('swappedRoles', () => {
     assert.equal(swapped('20 is what percent of 80?', '80 is what percent of 20?'), '20 is what percent of 80');
     assert.equal(swapped('how to convert an int to a string in java', 'how to convert a string to an int in java'), 'int to string');
     assert.equal(swapped('a polite email from a teacher to a parent', 'a polite email from a parent to the teacher'), 'teacher to parent');
-    assert.equal(swapped('how many US dollars is 500 euros', 'how many euros is 500 US dollars'), 'us dollars is 500 euros');
+    assert.equal(swapped('how many US dollars is 500 euros', 'how many euros is 500 US dollars'), 'us dollar is 500 euro');
   });
 
   test('a symmetric relation, a moved phrase, or both orders in one text are no swap', () => {
@@ -47,22 +59,47 @@ describe('swappedRoles', () => {
     assert.equal(swapped('How is Python different from Java?', 'How is Java different from Python?'), null);
     // A list in another order.
     assert.equal(swapped('results for 2002, 2001 and 2000', 'results for 2000, 2001 and 2002'), null);
+    assert.equal(swapped('Can I mix bleach with vinegar?', 'Can I mix vinegar with bleach?'), null);
+    assert.equal(swapped('weather in Paris in June', 'weather in June in Paris'), null);
+    assert.equal(swapped('what is 7 times 8', 'what is 8 times 7'), null);
+    assert.equal(swapped('How far is London from Paris?', 'How far is Paris from London?'), null);
+  });
+
+  test('spellings of one thing read as one, and "with" orders what is replaced', () => {
+    assert.equal(swapped('Convert 10 miles to km', 'Convert 10 kilometers to miles'), 'mile to km');
+    assert.equal(swapped('100 USD to EUR', '100 euros to dollars'), 'dollar to euro');
+    assert.equal(swapped('Replace tabs with spaces', 'replace spaces with tabs'), 'tabs with spaces');
   });
 });
 
 describe('quantities', () => {
   test('one quantity however written; digits inside words are none', () => {
-    assert.deepEqual([...quantitiesOf('under 10k, ₹10,000 or 10000 INR')], ['10000']);
+    // "10k" is also read as 10: "a 10k race" is 10 km.
+    assert.deepEqual([...quantitiesOf('under 10k, ₹10,000 or 10000 INR')], ['10000', '10']);
     assert.deepEqual([...quantitiesOf('1.5 million people')], ['1500000']);
-    assert.deepEqual([...quantitiesOf('a recipe for two, not twenty-five')], ['2']);
+    assert.deepEqual([...quantitiesOf('a recipe for two, not twenty-five')], ['2', '25']);
     assert.deepEqual([...quantitiesOf('convert mp3 to wav, H2O, 100m sprint')], []);
     assert.deepEqual([...quantitiesOf('It costs 5.')], ['5']);
+    assert.deepEqual([...quantitiesOf('ten thousand steps, two hundred and ten dollars')], ['10000', '210']);
+    assert.deepEqual([...quantitiesOf('which one is better')], []);
+    for (const [x, y] of [
+      ['3 pm', '15:00'],
+      ['1/2 cup', '0.5 cup'],
+      ['1,5 kg', '1.5 kg'],
+      ['the 4th of July', 'July 4'],
+    ]) {
+      assert.deepEqual([...quantitiesOf(x as string)], [...quantitiesOf(y as string)], `${x} / ${y}`);
+    }
+    // Versions keep their digits.
+    assert.notDeepEqual([...quantitiesOf('Python 3.10')], [...quantitiesOf('Python 3.1')]);
   });
 
   test('differ when each text names a quantity the other does not', () => {
     const q = (a: string, b: string) => differentQuantities(quantitiesOf(a), quantitiesOf(b));
     assert.equal(q('a lasagna recipe for 2 people', 'a lasagna recipe for 20 people'), '2/20');
     assert.equal(q('best phone under 15k', 'best phone under 15,000'), null);
+    assert.equal(q('a 5k training plan', 'a training plan for a 5 km race'), null);
+    assert.equal(q('meet at 3pm', 'meet at 5pm'), 't900/t1020');
     // A quantity added on one side only is a detail, not another request.
     assert.equal(q('best laptop under 1000', 'best laptop under 1000 for 3D work in 2024'), null);
     assert.equal(q('What is the capital of France?', 'What was the capital of France in 1800?'), null);
@@ -74,7 +111,9 @@ describe('differentRequest', () => {
     const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
     assert.equal(d('How do I reverse a string in Python?', 'Python: what is the way to reverse a string?'), null);
     assert.equal(d('Sort ascending', 'sort descending'), 'ascending/descending');
-    assert.equal(d('Convert 10 miles to km', 'Convert 10 km to miles'), 'miles to km');
+    assert.equal(d('Convert 10 miles to km', 'Convert 10 km to miles'), 'mile to km');
     assert.equal(d('plan a 3 day trip to Rome', 'plan a 7 day trip to Rome'), '3/7');
+    // The same words are the same request, however a number is grouped.
+    assert.equal(d('Is 10,000 steps a day enough?', 'Is 10 000 steps a day enough?'), null);
   });
 });

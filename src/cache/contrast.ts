@@ -7,6 +7,8 @@ import type { TextInfo } from './features.ts';
  * a small model weigh too lightly: "sort ascending" / "sort descending" scored 0.99.
  */
 export function differentRequest(a: TextInfo, b: TextInfo): string | null {
+  // The same words: the same request ("10,000" and "10 000", "[1,2]" and "[1, 2]").
+  if (a.normalised === b.normalised) return null;
   return contrastingWords(a, b) ?? swappedRoles(a, b) ?? differentQuantities(a.quantities, b.quantities);
 }
 
@@ -14,8 +16,11 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
  * Words that name different things of one kind: a request that has one where another has a
  * different one asks something else ("sort ascending" / "sort descending", "the second highest"
  * / "the third highest", "convert to km" / "convert to grams"). Each inner list is one thing under
- * its spellings. Only words whose sense is the same wherever they appear in a request are here:
- * not "go" (the language and the verb), "edge", "fall", "swift".
+ * its spellings; inflections are found by `member` ("encrypts", "Mondays", "today's"). Left out:
+ * words a request uses in other senses as often ("up" / "down" in "speed up" and "slow down",
+ * "show" / "hide" in "show me how to hide", "right" in "right now", "true", "above" / "below" for
+ * where a pasted text is), and units of time, which requests convert freely ("a 7-day plan" / "a
+ * plan for one week").
  */
 const SETS: readonly (readonly string[])[][] = [
   [
@@ -23,88 +28,63 @@ const SETS: readonly (readonly string[])[][] = [
     ['descending', 'desc'],
   ],
   [
-    ['increase', 'increasing', 'increment', 'raise'],
-    ['decrease', 'decreasing', 'decrement', 'reduce', 'lower'],
+    ['increase', 'increment', 'raise'],
+    ['decrease', 'decrement', 'reduce', 'lower'],
   ],
   [
     ['upper', 'uppercase'],
     ['lower', 'lowercase'],
   ],
+  [['higher'], ['lower']],
   [
-    ['encrypt', 'encrypting', 'encryption'],
-    ['decrypt', 'decrypting', 'decryption'],
+    ['encrypt', 'encryption'],
+    ['decrypt', 'decryption'],
   ],
+  [['encode'], ['decode']],
   [
-    ['encode', 'encoding'],
-    ['decode', 'decoding'],
-  ],
-  [
-    ['compress', 'compressing', 'compression'],
-    ['decompress', 'decompressing', 'decompression'],
+    ['compress', 'compression'],
+    ['decompress', 'decompression'],
   ],
   [
     ['serialize', 'serialise', 'serialization'],
     ['deserialize', 'deserialise', 'deserialization'],
   ],
-  [
-    ['upload', 'uploading'],
-    ['download', 'downloading'],
-  ],
-  [
-    ['import', 'importing'],
-    ['export', 'exporting'],
-  ],
-  [
-    ['install', 'installing', 'installation'],
-    ['uninstall', 'uninstalling'],
-  ],
-  [
-    ['enable', 'enabling'],
-    ['disable', 'disabling'],
-  ],
+  [['upload'], ['download']],
+  [['import'], ['export']],
+  [['install', 'installation'], ['uninstall']],
+  [['enable'], ['disable']],
   [['zip'], ['unzip']],
   [['lock'], ['unlock']],
   [['mount'], ['unmount']],
   [['subscribe'], ['unsubscribe']],
   [['block'], ['unblock']],
   [['follow'], ['unfollow']],
+  [['connect'], ['disconnect']],
+  [['login'], ['logout']],
+  [['start'], ['stop']],
+  [['buy'], ['sell']],
+  [['before'], ['after']],
+  [['best'], ['worst']],
   [
-    ['connect', 'connecting'],
-    ['disconnect', 'disconnecting'],
+    ['min', 'minimum'],
+    ['max', 'maximum'],
   ],
-  [
-    ['login', 'log-in'],
-    ['logout', 'log-out'],
-  ],
-  [['show', 'unhide'], ['hide']],
+  [['faster'], ['slower']],
   [['expand'], ['collapse']],
   [
     ['horizontal', 'horizontally'],
     ['vertical', 'vertically'],
   ],
-  [['left'], ['right']],
   [['top'], ['bottom']],
-  [['up'], ['down']],
   [['inner'], ['outer']],
-  [['above'], ['below']],
   [['inside'], ['outside']],
   [['input'], ['output']],
-  [
-    ['read', 'reading'],
-    ['write', 'writing'],
-  ],
-  [
-    ['send', 'sending'],
-    ['receive', 'receiving'],
-  ],
+  [['read'], ['write']],
+  [['send', 'sent'], ['receive']],
   [['client'], ['server']],
-  [
-    ['frontend', 'front-end'],
-    ['backend', 'back-end'],
-  ],
+  [['frontend'], ['backend']],
   [['positive'], ['negative']],
   [['odd'], ['even']],
-  [['true'], ['false']],
   [['hot'], ['cold']],
   [['light'], ['dark']],
   [
@@ -124,10 +104,7 @@ const SETS: readonly (readonly string[])[][] = [
     ['men', 'man'],
     ['women', 'woman'],
   ],
-  [
-    ['boy', 'boys'],
-    ['girl', 'girls'],
-  ],
+  [['boy'], ['girl']],
   [['husband'], ['wife']],
   [
     ['father', 'dad'],
@@ -191,52 +168,31 @@ const SETS: readonly (readonly string[])[][] = [
   [['mysql'], ['postgres', 'postgresql'], ['sqlite'], ['mongodb', 'mongo'], ['redis']],
   [['chrome'], ['firefox'], ['safari']],
   [
-    ['km', 'kilometer', 'kilometers', 'kilometre', 'kilometres'],
-    ['mile', 'miles'],
-    ['meter', 'meters', 'metre', 'metres'],
+    ['km', 'kilometer', 'kilometre'],
+    ['mile'],
+    ['meter', 'metre'],
     ['foot', 'feet', 'ft'],
     ['inch', 'inches'],
-    ['yard', 'yards'],
-    ['cm', 'centimeter', 'centimeters', 'centimetre', 'centimetres'],
-    ['mm', 'millimeter', 'millimeters', 'millimetre', 'millimetres'],
+    ['yard'],
+    ['cm', 'centimeter', 'centimetre'],
+    ['mm', 'millimeter', 'millimetre'],
   ],
   [['celsius', 'centigrade'], ['fahrenheit'], ['kelvin']],
+  [['kg', 'kilogram', 'kilo'], ['pound', 'lb', 'lbs'], ['gram'], ['ounce', 'oz']],
+  [['liter', 'litre'], ['gallon'], ['cup'], ['ml', 'milliliter', 'millilitre']],
   [
-    ['kg', 'kilogram', 'kilograms', 'kilo', 'kilos'],
-    ['pound', 'pounds', 'lb', 'lbs'],
-    ['gram', 'grams'],
-    ['ounce', 'ounces', 'oz'],
+    ['teaspoon', 'tsp'],
+    ['tablespoon', 'tbsp'],
   ],
   [
-    ['liter', 'liters', 'litre', 'litres'],
-    ['gallon', 'gallons'],
-    ['cup', 'cups'],
-    ['ml', 'milliliter', 'milliliters', 'millilitre', 'millilitres'],
-  ],
-  [
-    ['dollar', 'dollars', 'usd'],
-    ['euro', 'euros', 'eur'],
+    ['dollar', 'usd'],
+    ['euro', 'eur'],
     ['yen', 'jpy'],
-    ['rupee', 'rupees', 'inr'],
+    ['rupee', 'inr'],
     ['yuan', 'rmb', 'cny'],
-    ['gbp', 'sterling', 'pound', 'pounds'],
+    ['gbp', 'sterling', 'pound'],
   ],
-  [
-    ['second', 'seconds', 'sec', 'secs'],
-    ['minute', 'minutes', 'mins'],
-    ['hour', 'hours'],
-    ['day', 'days'],
-    ['week', 'weeks'],
-    ['month', 'months'],
-    ['year', 'years'],
-  ],
-  [
-    ['hundred', 'hundreds'],
-    ['thousand', 'thousands'],
-    ['million', 'millions'],
-    ['billion', 'billions'],
-    ['trillion', 'trillions'],
-  ],
+  [['hundred'], ['thousand'], ['million'], ['billion'], ['trillion']],
 ];
 
 /** Each word of the sets: the set it belongs to and the thing it names there. */
@@ -251,16 +207,45 @@ SETS.forEach((set, s) =>
   }),
 );
 
+/** The first spelling of the thing a word names in the sets, or the word itself. */
+function spelling(word: string): string {
+  const hit = member(word)?.[0];
+  return hit ? (((SETS[hit.set] as readonly (readonly string[])[])[hit.member] as readonly string[])[0] as string) : word;
+}
+
+/** Words that look like an inflection of a set's word and are not ("mind", "ones", "seconds"). */
+const NOT_INFLECTED = new Set(['mind', 'mining', 'ones', 'seconds', 'odds', 'mis', 'ons']);
+
+/** A word's entries in the sets, as written or without an inflection ("reads", "encrypted", "today's"). */
+function member(word: string): { set: number; member: number }[] | undefined {
+  const direct = MEMBERS.get(word);
+  if (direct || NOT_INFLECTED.has(word)) return direct;
+  const bare = word.endsWith("'s") ? word.slice(0, -2) : word;
+  for (const form of [
+    bare,
+    bare.replace(/s$/, ''),
+    bare.replace(/es$/, ''),
+    bare.replace(/ed$/, ''),
+    bare.replace(/d$/, ''),
+    bare.replace(/ing$/, ''),
+    bare.replace(/ing$/, 'e'),
+  ]) {
+    const hit = form.length > 1 ? MEMBERS.get(form) : undefined;
+    if (hit) return hit;
+  }
+  return undefined;
+}
+
 /** The things each set names in a text: set → members. */
 function namedThings(words: Set<string>): Map<number, Set<number>> {
   const out = new Map<number, Set<number>>();
   for (const w of words) {
-    const hits = MEMBERS.get(w);
+    const hits = member(w);
     if (!hits) continue;
-    for (const { set, member } of hits) {
-      let m = out.get(set);
-      if (!m) out.set(set, (m = new Set()));
-      m.add(member);
+    for (const { set, member: m } of hits) {
+      let found = out.get(set);
+      if (!found) out.set(set, (found = new Set()));
+      found.add(m);
     }
   }
   return out;
@@ -287,12 +272,15 @@ export function contrastingWords(a: TextInfo, b: TextInfo): string | null {
 }
 
 /** Words that join two things without ordering them: "X and Y", "X or Y", "X vs Y". */
-const CONNECTORS = new Set(['and', 'or', 'nor', 'vs', 'versus', 'plus', 'both', 'either', 'neither']);
+const CONNECTORS = new Set(['and', 'or', 'nor', 'vs', 'versus', 'v', 'plus', 'times', 'x', 'both', 'either', 'neither', 'with']);
+/** Requests in which "with" orders two things: "replace tabs with spaces" / "replace spaces with tabs". */
+const ORDERED_WITH = new Set(['replace', 'replacing', 'substitute', 'substituting', 'swap', 'fill', 'filling', 'cover', 'pair']);
 /** Words of a request in which two things can change places and the request stays the same. */
 const COMPARISON = new Set(
-  'between compare compared comparing comparison different differ differs difference similar similarity same equal equals equivalent alike'.split(
-    ' ',
-  ),
+  (
+    'between compare compared comparing comparison different differ differs difference similar similarity same equal equals ' +
+    'equivalent alike far distance multiply multiplied product sum add added'
+  ).split(' '),
 );
 /** Words left out when looking for a swap: "an int to a string" / "a string to an int". */
 const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'your', 'our', 'his', 'her', 'their', 'its', 'this', 'that', 'some']);
@@ -323,14 +311,19 @@ function holds(x: readonly string[], p: readonly string[], m: readonly string[],
  * Python faster than Java" / "is Java faster than Python", "flights from Boston to New York" / "from
  * New York to Boston", "20 is what percent of 80" / "80 is what …". The first text has "S1 M S2" and
  * the second "S2 M S1" (S1 and S2 of one to three words, M of one to five, articles and possessives
- * left out), and neither has both orders. Null when the words between only join the two ("X and
- * Y", "X or Y", "X vs Y"), or when the request compares ("the difference between X and Y", "how is
- * X different from Y", "compare X with Y"), where the order does not matter.
+ * left out, spellings of one thing in the sets read as one), and neither has both orders. Null when
+ * the words between only join the two ("X and Y", "X or Y", "X vs Y", "X with Y" unless something
+ * is replaced or filled), when they are two phrases of one preposition ("in Paris in June"), or
+ * when the request compares, measures a distance, adds or multiplies ("the difference between X
+ * and Y", "how far is X from Y", "7 times 8"), where the order does not matter.
  */
 export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
-  const x = a.words.filter((w) => !DETERMINERS.has(w));
-  const y = b.words.filter((w) => !DETERMINERS.has(w));
+  // Spellings of one thing read as one: "10 miles to km" / "10 kilometres to miles".
+  const x = a.words.filter((w) => !DETERMINERS.has(w)).map(spelling);
+  const y = b.words.filter((w) => !DETERMINERS.has(w)).map(spelling);
   if (x.some((w) => COMPARISON.has(w)) || y.some((w) => COMPARISON.has(w))) return null;
+  const ordered = x.some((w) => ORDERED_WITH.has(w)) || y.some((w) => ORDERED_WITH.has(w));
+  const joins = (w: string) => CONNECTORS.has(w) && !(w === 'with' && ordered);
   // Where each word of the second text is, so that a swap is looked for only where S1 recurs.
   const at = new Map<string, number[]>();
   y.forEach((w, j) => {
@@ -358,7 +351,9 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
             const s2 = x.slice(i + n1 + nm, i + n1 + nm + n2);
             if (s1.join(' ') === s2.join(' ') || s2.every((w) => FUNCTION_WORDS.has(w))) continue;
             // "X and Y", "X or Y"; and lists: "2002, 2001 and 2000" / "2000, 2001 and 2002".
-            if (m.every((w) => CONNECTORS.has(w)) || CONNECTORS.has(m[0] as string) || CONNECTORS.has(m[nm - 1] as string)) continue;
+            if (m.every(joins) || joins(m[0] as string) || joins(m[nm - 1] as string)) continue;
+            // Two phrases of one preposition in another order: "in Paris in June" / "in June in Paris".
+            if (nm === 1 && x[i - 1] === m[0]) continue;
             if (s1.some((w) => s2.includes(w))) continue;
             budget -= x.length + y.length;
             if (holds(x, s2, m, s1) || holds(y, s1, m, s2)) continue;
@@ -371,26 +366,73 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
   return null;
 }
 
-const NUMBER_WORDS = new Map(
-  ['two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'].map((w, i) => [w, String(i + 2)]),
+const UNITS =
+  'zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen'.split(
+    ' ',
+  );
+const TENS = 'twenty thirty forty fifty sixty seventy eighty ninety'.split(' ');
+const WORD_VALUE = new Map<string, number>([...UNITS.map((w, i) => [w, i] as const), ...TENS.map((w, i) => [w, 20 + 10 * i] as const)]);
+const WORD_SCALE: Record<string, number> = { thousand: 1e3, million: 1e6, billion: 1e9 };
+const SUFFIX_SCALE: Record<string, number> = { k: 1e3, thousand: 1e3, million: 1e6, mn: 1e6, m: 1e6, billion: 1e9, bn: 1e9, b: 1e9 };
+const NUMBER_WORD = `(?:${[...UNITS, ...TENS, 'hundred', 'thousand', 'million', 'billion'].join('|')})`;
+const WORDS_RE = new RegExp(
+  `(?<![\\p{L}-])(?:${[...UNITS, ...TENS].join('|')})(?:(?:[\\s-]+(?:and[\\s-]+)?)${NUMBER_WORD})*(?![\\p{L}])`,
+  'giu',
 );
-const SCALE: Record<string, number> = { k: 1e3, thousand: 1e3, million: 1e6, mn: 1e6, billion: 1e9, bn: 1e9 };
+const DIGITS_RE =
+  /(?<![\p{L}\p{N}.,:/])(?:(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b\.?|(\d{1,2}):(\d{2})(?![\d:])|(\d+)\/(\d+)(?![\d/])|(\d{1,3}(?:,\d{3})+|\d+)(?:([.,])(\d+))?(?:\s*(k|thousand|million|mn|billion|bn)\b|(?:st|nd|rd|th)\b)?(?![\p{L}\p{N}]))/giu;
+
+/** The value of a run of number words: "twenty-five", "two hundred and ten", "ten thousand". */
+function wordsValue(run: string): number | null {
+  const words = run
+    .toLowerCase()
+    .split(/[\s-]+/)
+    .filter((w) => w !== 'and');
+  // "one" alone is a pronoun as often as a number ("which one"); it counts in a longer run.
+  if (words.length === 1 && words[0] === 'one') return null;
+  let total = 0;
+  let current = 0;
+  for (const w of words) {
+    const v = WORD_VALUE.get(w);
+    if (v !== undefined) current += v;
+    else if (w === 'hundred') current = (current || 1) * 100;
+    else {
+      total += (current || 1) * (WORD_SCALE[w] as number);
+      current = 0;
+    }
+  }
+  return total + current;
+}
 
 /**
- * The quantities a text names, as numbers: "10,000", "10000" and "10k" are one quantity, "two"
- * and "2" another. Digits inside words ("mp3", "h2o") are not quantities.
+ * The quantities a text names. One quantity however it is written: "10,000", "10000", "10k" and
+ * "ten thousand"; "25" and "twenty-five"; "1.5" and "1,5"; "1/2" and "0.5"; "3 pm", "3pm" and
+ * "15:00"; "4th" and "4". Decimals keep their digits ("3.10" and "3.1" are two versions). "10k"
+ * also reads as 10 ("a 10k race" is 10 km). Digits inside words ("mp3", "h2o", "v2") are not
+ * quantities.
  */
 export function quantitiesOf(text: string): Set<string> {
   const out = new Set<string>();
-  const re =
-    /(?<![\p{L}\p{N}.,])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:\s*(k|thousand|million|mn|billion|bn)\b)?(?![\p{L}\p{N}]|\.\d)|(?<![\p{L}-])(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b/giu;
-  for (const m of text.matchAll(re)) {
-    if (m[4]) {
-      out.add(NUMBER_WORDS.get(m[4].toLowerCase()) as string);
-      continue;
+  for (const m of text.matchAll(DIGITS_RE)) {
+    if (m[1] !== undefined) {
+      const h = Number(m[1]) % 12;
+      out.add(`t${(m[3]?.toLowerCase() === 'p' ? h + 12 : h) * 60 + Number(m[2] ?? 0)}`);
+    } else if (m[4] !== undefined) {
+      out.add(`t${Number(m[4]) * 60 + Number(m[5])}`);
+    } else if (m[6] !== undefined) {
+      const d = Number(m[7]);
+      out.add(d === 0 ? `${m[6]}/0` : String(Number((Number(m[6]) / d).toFixed(4))));
+    } else {
+      const whole = (m[8] as string).replace(/,/g, '').replace(/^0+(?=\d)/, '');
+      const scale = m[11] ? (SUFFIX_SCALE[m[11].toLowerCase()] as number) : 1;
+      if (m[10] !== undefined) out.add(scale === 1 ? `${whole}.${m[10]}` : String(Number(`${whole}.${m[10]}`) * scale));
+      else out.add(String(Number(whole) * scale));
+      if (m[11]?.toLowerCase() === 'k') out.add(whole);
     }
-    const value = Number(`${(m[1] as string).replace(/,/g, '')}${m[2] ?? ''}`) * (m[3] ? (SCALE[m[3].toLowerCase()] ?? 1) : 1);
-    out.add(String(value));
+  }
+  for (const m of text.matchAll(WORDS_RE)) {
+    const v = wordsValue(m[0]);
+    if (v !== null) out.add(String(v));
   }
   return out;
 }

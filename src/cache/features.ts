@@ -179,12 +179,20 @@ export function analyse(text: string): TextInfo {
   };
 }
 
+const WORD_END = /[\p{L}\p{N}]$/u;
+const WORD_START = /^[\p{L}\p{N}]/u;
+
 function symbolsOf(text: string): string {
   const t = text
     // Markdown headers, bullets, quotes and numbered items at the start of a line.
     .replace(/^[ \t]*(?:#{1,6}|[-*+>]|\d+[.)])[ \t]+/gm, '')
-    // Emphasis: `*` and `_` runs at the edge of a word (not `2*3`, `2**3`, `a*b`).
-    .replace(/(?<![\p{L}\p{N}])[*_]+(?=[\p{L}\p{N}])|(?<=[\p{L}\p{N}])[*_]+(?![\p{L}\p{N}])/gu, '')
+    // Emphasis: `*` and `_` runs at the edge of a word (not `2*3`, `2**3`, `a*b`). Each run is
+    // looked at once, so a long run costs no more than its length.
+    .replace(/[*_]+/g, (run: string, at: number, all: string) => {
+      const before = WORD_END.test(all.slice(Math.max(0, at - 2), at));
+      const after = WORD_START.test(all.slice(at + run.length, at + run.length + 2));
+      return before === after ? run : '';
+    })
     // A hyphen or slash joining words: state-of-the-art, and/or.
     .replace(/(?<=\p{L})[-/](?=\p{L})/gu, ' ');
   return (t.match(/!=|(?<=\d)!|[+\-*/=<>^%~#&|@$\\]|\p{Extended_Pictographic}/gu) ?? []).join('');

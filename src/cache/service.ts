@@ -6,7 +6,7 @@ import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
-import { dot, runnerUpOf, type HitScorer, type Side } from './scorer.ts';
+import { dot, type HitScorer, type Side } from './scorer.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
 import { Turns } from '../util/turns.ts';
@@ -18,6 +18,8 @@ export const DEFAULT_THRESHOLD = 0.85;
 const CANDIDATES = 8;
 /** How far the search widens when the nearest candidates are all unusable. */
 const MAX_CANDIDATES = 512;
+/** An entry the index holds and the store no longer does (deleted meanwhile). */
+const MISSING = {} as Entry;
 
 export interface CheckInput {
   messages: Message[];
@@ -251,19 +253,38 @@ export class CacheService {
     if (neighbours.length === 0) return null;
     // The nearest usable candidate by cosine is the one answer that could be served; the scorer
     // then decides whether it is close enough. (Re-ranking the candidates by the scorer picks a
-    // wrong neighbour more often on crowded data: measured in docs/quality.md.) The nearest is
-    // read alone first, as it is nearly always usable; the others only when it is not.
+    // wrong neighbour more often on crowded data: measured in docs/quality.md.) The two nearest are
+    // read first, as the nearest is nearly always usable and the next is its runner-up; the others
+    // only when needed.
     const query: Side = { text: key.queryText, vector };
-    // Candidates that are another request however near ("sort ascending" for "sort descending"):
-    // passed over, and no rival to the one served.
-    const different = new Set<number>();
+    const earlier: Side | null = key.prefixText && prefixVector ? { text: key.prefixText, vector: prefixVector } : null;
+    // Whether an entry is another request however near ("sort ascending" for "sort descending",
+    // or after "a trip for 20 people" for one "for 2"): passed over, and no rival to the one served.
+    const differs = (e: Entry): boolean => {
+      const scorer = this.deps.scorer;
+      if (!scorer.differs || e.vector === null) return false;
+      if (scorer.differs(query, { text: e.queryText, vector: e.vector, scope: e.accountId }) !== null) return true;
+      return (
+        earlier !== null &&
+        e.prefixVector !== null &&
+        key.prefixHash !== e.prefixHash &&
+        scorer.differs(earlier, { text: e.prefixText, vector: e.prefixVector, scope: e.accountId }) !== null
+      );
+    };
+    const entries = new Map<number, Entry>();
+    const read = async (ns: readonly Neighbour[]) => {
+      const ids = ns.map((n) => n.id).filter((id) => !entries.has(id));
+      if (ids.length > 0) for (const e of await this.deps.store.getEntries(ids)) entries.set(e.id, e);
+      for (const id of ids) if (!entries.has(id)) entries.set(id, MISSING);
+    };
     // Whether a candidate can be served: 'ok'; 'other request' when it is the same conversation but
-    // for earlier replies, or the scorer tells it is another request (neither is one to widen the
-    // search for); 'unusable' when it is expired, another model's, another scope's or after other
-    // earlier turns.
+    // for earlier replies, or another request; 'unusable' when it is expired, another model's,
+    // another scope's or after other earlier turns.
+    let passedOver = 0;
     const verdict = (e: Entry | undefined): 'ok' | 'other request' | 'unusable' => {
       if (
         e === undefined ||
+        e === MISSING ||
         !usable(e, nowIso, model) ||
         e.accountId !== account.id ||
         // An entry stored again in another scope keeps its id and leaves it behind in the old
@@ -275,49 +296,56 @@ export class CacheService {
       ) {
         return 'unusable';
       }
-      if (!this.sameReplies(key, e)) return 'other request';
-      if (this.deps.scorer.differs?.(query, { text: e.queryText, vector: e.vector, scope: e.accountId })) {
-        different.add(e.id);
+      if (!this.sameReplies(key, e) || differs(e)) {
+        passedOver++;
         return 'other request';
       }
       return 'ok';
     };
-    const [first] = await this.deps.store.getEntries([(neighbours[0] as Neighbour).id]);
-    const firstVerdict = verdict(first);
-    let found: { entry: Entry & { vector: Float32Array }; cosine: number } | null =
-      firstVerdict === 'ok' ? { entry: first as Entry & { vector: Float32Array }, cosine: (neighbours[0] as Neighbour).cosine } : null;
+    await read(neighbours.slice(0, 2));
+    let found: { entry: Entry & { vector: Float32Array }; cosine: number } | null = null;
     // When the nearest are unusable (expired and not yet swept, stored for another model, after
     // other earlier turns), the search widens, so they cannot hide a usable entry behind them.
     // Other requests do not widen it: a follow-up after a fresh reply differs from every stored
-    // conversation, and reading hundreds of them would find none.
-    let hidden = firstVerdict === 'unusable';
-    const read = new Set<number>([(neighbours[0] as Neighbour).id]);
-    for (let k = CANDIDATES; !found;) {
-      const rest = neighbours.filter((n) => !read.has(n.id));
-      if (rest.length > 0) {
-        const byId = new Map((await this.deps.store.getEntries(rest.map((n) => n.id))).map((e) => [e.id, e]));
-        for (const n of rest) {
-          read.add(n.id);
-          const e = byId.get(n.id);
-          const v = verdict(e);
-          if (v === 'ok') {
-            found = { entry: e as Entry & { vector: Float32Array }, cosine: n.cosine };
-            break;
-          }
-          if (v === 'unusable') hidden = true;
+    // conversation, and reading hundreds of them would find none; nor does a neighbourhood of
+    // requests that differ from the query (the same template with other numbers) once as many of
+    // them as a first search returns were passed over.
+    let hidden = false;
+    const seen = new Set<number>();
+    for (let k = CANDIDATES; ;) {
+      const rest = neighbours.filter((n) => !seen.has(n.id));
+      for (let i = 0; i < rest.length; i++) {
+        const n = rest[i] as Neighbour;
+        seen.add(n.id);
+        // Read as needed: the others of this search together, the first time one is.
+        if (!entries.has(n.id)) await read(rest.slice(i));
+        const e = entries.get(n.id);
+        const v = verdict(e);
+        if (v === 'ok') {
+          found = { entry: e as Entry & { vector: Float32Array }, cosine: n.cosine };
+          break;
         }
+        if (v === 'unusable') hidden = true;
       }
-      if (found || !hidden || neighbours.length < k || k >= MAX_CANDIDATES) break;
+      if (found || !hidden || passedOver >= CANDIDATES || neighbours.length < k || k >= MAX_CANDIDATES) break;
       k = Math.min(k * 8, MAX_CANDIDATES);
       neighbours = this.deps.index.search(partition, vector, k);
     }
     if (!found) return null;
     const { entry, cosine } = found;
     // A candidate far nearer than any other question is more likely the same question; one among
-    // several equally near, less.
+    // several equally near, less. The runner-up is the nearest other entry that is not another
+    // request by the scorer's checks, before or after the one served.
+    let runnerUp: number | undefined;
+    for (let i = 0; i < neighbours.length && runnerUp === undefined; i++) {
+      const n = neighbours[i] as Neighbour;
+      if (n.id === entry.id || Math.abs(n.cosine - cosine) <= 1e-5) continue;
+      if (!entries.has(n.id)) await read(neighbours.slice(i, i + CANDIDATES));
+      const e = entries.get(n.id) as Entry;
+      if (e === MISSING || !differs(e)) runnerUp = n.cosine;
+    }
     const candidate = { text: entry.queryText, vector: entry.vector, scope: entry.accountId };
-    const rivals = different.size === 0 ? neighbours : neighbours.filter((n) => !different.has(n.id));
-    const score = this.deps.scorer.score(query, candidate, cosine, runnerUpOf(rivals, entry.id, cosine));
+    const score = this.deps.scorer.score(query, candidate, cosine, runnerUp);
     const around = await this.aroundScore(account, query, candidate);
     return { entry, score: Math.min(score, around, this.contextScore(key, prefixVector ?? null, entry)) };
   }

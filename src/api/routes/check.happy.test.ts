@@ -248,6 +248,48 @@ describe('POST /api/v1/check', () => {
     }
   });
 
+  test('another request behind the served entry is no rival to it: its score is as when alone', async () => {
+    const namespace = `rival-${Math.random()}`;
+    const check = { messages: [user('How do I sort a list in descending order in Python?')], namespace, similarity_threshold: 0 };
+    // Cosines with the query: 0.980 and 0.963.
+    await t.post(
+      '/api/v1/store',
+      { messages: [user('In Python, how do I sort a list in descending order?')], answer: 'desc', model: 'm', namespace },
+      key,
+    );
+    const alone = (await t.post('/api/v1/check', check, key)).json();
+    await t.post(
+      '/api/v1/store',
+      { messages: [user('How do I sort a list in ascending order in Python?')], answer: 'asc', model: 'm', namespace },
+      key,
+    );
+    const beside = (await t.post('/api/v1/check', check, key)).json();
+    assert.equal(beside.answer, 'desc');
+    assert.equal(beside.similarity_score, alone.similarity_score);
+  });
+
+  test('a conversation whose earlier turn asks another thing is passed over for one that asks the same', async () => {
+    const later = (first: string) => [
+      user(first),
+      { role: 'assistant', content: 'Day 1: the Colosseum. Day 2: the Vatican. Day 3: Trastevere.' },
+      user('Which restaurants would you add?'),
+      { role: 'assistant', content: 'Roscioli, Da Enzo and Armando al Pantheon.' },
+      user('Make it cheaper.'),
+    ];
+    for (const order of [0, 1]) {
+      const namespace = `earlier-${order}-${Math.random()}`;
+      const stored = [
+        { messages: later('Plan a 3 day trip to Rome for 20 people'), answer: 'twenty', model: 'm', namespace },
+        { messages: later('Please plan a 3 day trip to Rome for 2 people'), answer: 'two', model: 'm', namespace },
+      ];
+      for (const body of order === 0 ? stored : [...stored].reverse()) await t.post('/api/v1/store', body, key);
+      const res = (
+        await t.post('/api/v1/check', { messages: later('Plan a 3-day trip to Rome for 2 people, please'), namespace }, key)
+      ).json();
+      assert.equal(res.answer, 'two', `stored ${order === 0 ? '20 first' : '2 first'}: ${JSON.stringify(res)}`);
+    }
+  });
+
   test('a different system prompt never matches semantically', async () => {
     const q = 'Translate "good morning" into French.';
     await t.post(
