@@ -18,9 +18,9 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
  * / "the third highest", "convert to km" / "convert to grams"). Each inner list is one thing under
  * its spellings; inflections are found by `member` ("encrypts", "Mondays", "today's"). Left out:
  * words a request uses in other senses as often ("up" / "down" in "speed up" and "slow down",
- * "show" / "hide" in "show me how to hide", "right" in "right now", "true", "above" / "below" for
- * where a pasted text is), and units of time, which requests convert freely ("a 7-day plan" / "a
- * plan for one week").
+ * "show" / "hide" in "show me how to hide", "right" in "right now", "true", "even", "write" in
+ * "write a script to read a CSV", "above" / "below" for where a pasted text is), and units of
+ * time, which requests convert freely ("a 7-day plan" / "a plan for one week").
  */
 const SETS: readonly (readonly string[])[][] = [
   [
@@ -79,12 +79,10 @@ const SETS: readonly (readonly string[])[][] = [
   [['inner'], ['outer']],
   [['inside'], ['outside']],
   [['input'], ['output']],
-  [['read'], ['write']],
   [['send', 'sent'], ['receive']],
   [['client'], ['server']],
   [['frontend'], ['backend']],
   [['positive'], ['negative']],
-  [['odd'], ['even']],
   [['hot'], ['cold']],
   [['light'], ['dark']],
   [
@@ -115,7 +113,7 @@ const SETS: readonly (readonly string[])[][] = [
   [['king'], ['queen']],
   [['yesterday'], ['today'], ['tomorrow']],
   [['breakfast'], ['lunch'], ['dinner']],
-  [['morning'], ['afternoon'], ['evening'], ['night']],
+  [['morning'], ['afternoon'], ['evening', 'night', 'tonight']],
   [['summer'], ['winter'], ['spring'], ['autumn']],
   [['vegetarian'], ['vegan'], ['pescatarian']],
   [
@@ -274,12 +272,13 @@ export function contrastingWords(a: TextInfo, b: TextInfo): string | null {
 /** Words that join two things without ordering them: "X and Y", "X or Y", "X vs Y". */
 const CONNECTORS = new Set(['and', 'or', 'nor', 'vs', 'versus', 'v', 'plus', 'times', 'x', 'both', 'either', 'neither', 'with']);
 /** Requests in which "with" orders two things: "replace tabs with spaces" / "replace spaces with tabs". */
-const ORDERED_WITH = new Set(['replace', 'replacing', 'substitute', 'substituting', 'swap', 'fill', 'filling', 'cover', 'pair']);
+const ORDERED_WITH = new Set(['replace', 'replacing', 'substitute', 'substituting', 'fill', 'filling', 'cover']);
 /** Words of a request in which two things can change places and the request stays the same. */
 const COMPARISON = new Set(
   (
     'between compare compared comparing comparison different differ differs difference similar similarity same equal equals ' +
-    'equivalent alike far distance multiply multiplied product sum add added'
+    'equivalent alike opposite antonym synonym related relation relationship married far distance apart drive driving ' +
+    'multiply multiplied product sum add added'
   ).split(' '),
 );
 /** Words left out when looking for a swap: "an int to a string" / "a string to an int". */
@@ -352,8 +351,9 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
             if (s1.join(' ') === s2.join(' ') || s2.every((w) => FUNCTION_WORDS.has(w))) continue;
             // "X and Y", "X or Y"; and lists: "2002, 2001 and 2000" / "2000, 2001 and 2002".
             if (m.every(joins) || joins(m[0] as string) || joins(m[nm - 1] as string)) continue;
-            // Two phrases of one preposition in another order: "in Paris in June" / "in June in Paris".
-            if (nm === 1 && x[i - 1] === m[0]) continue;
+            // Two phrases of one preposition in another order: "in Paris in June" / "in June in Paris";
+            // and a list in another order, its commas gone: "react, vue, angular" / "angular, vue, react".
+            if (nm === 1 && (x[i - 1] === m[0] || (n1 === 1 && n2 === 1 && !FUNCTION_WORDS.has(m[0] as string)))) continue;
             if (s1.some((w) => s2.includes(w))) continue;
             budget -= x.length + y.length;
             if (holds(x, s2, m, s1) || holds(y, s1, m, s2)) continue;
@@ -372,44 +372,69 @@ const UNITS =
   );
 const TENS = 'twenty thirty forty fifty sixty seventy eighty ninety'.split(' ');
 const WORD_VALUE = new Map<string, number>([...UNITS.map((w, i) => [w, i] as const), ...TENS.map((w, i) => [w, 20 + 10 * i] as const)]);
-const WORD_SCALE: Record<string, number> = { thousand: 1e3, million: 1e6, billion: 1e9 };
-const SUFFIX_SCALE: Record<string, number> = { k: 1e3, thousand: 1e3, million: 1e6, mn: 1e6, m: 1e6, billion: 1e9, bn: 1e9, b: 1e9 };
+const SCALE: Record<string, number> = { hundred: 100, thousand: 1e3, million: 1e6, mn: 1e6, billion: 1e9, bn: 1e9 };
 const NUMBER_WORD = `(?:${[...UNITS, ...TENS, 'hundred', 'thousand', 'million', 'billion'].join('|')})`;
 const WORDS_RE = new RegExp(
-  `(?<![\\p{L}-])(?:${[...UNITS, ...TENS].join('|')})(?:(?:[\\s-]+(?:and[\\s-]+)?)${NUMBER_WORD})*(?![\\p{L}])`,
+  `(?<![\\p{L}-])(?:a\\s+(?=(?:hundred|thousand|million|billion)\\b))?${NUMBER_WORD}(?:(?:[\\s-]+(?:and[\\s-]+)?)${NUMBER_WORD})*(?![\\p{L}])`,
   'giu',
 );
 const DIGITS_RE =
-  /(?<![\p{L}\p{N}.,:/])(?:(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b\.?|(\d{1,2}):(\d{2})(?![\d:])|(\d+)\/(\d+)(?![\d/])|(\d{1,3}(?:,\d{3})+|\d+)(?:([.,])(\d+))?(?:\s*(k|thousand|million|mn|billion|bn)\b|(?:st|nd|rd|th)\b)?(?![\p{L}\p{N}]))/giu;
+  /(?<![\p{L}\p{N}.,:/])(?:(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b\.?|(\d{1,2}):(\d{2})(?![\d:])|(\d+(?:\/\d+)+)(?!\d)|(\d+(?:,\d+)*)(?:\.(\d+))?(?:\s*(thousand|million|mn|billion|bn)\b|(k|m|b)(?!\p{L}))?)/giu;
 
-/** The value of a run of number words: "twenty-five", "two hundred and ten", "ten thousand". */
-function wordsValue(run: string): number | null {
-  const words = run
-    .toLowerCase()
-    .split(/[\s-]+/)
-    .filter((w) => w !== 'and');
+/**
+ * The numbers of a run of number words: "twenty-five", "a hundred and fifty", "two thousand and
+ * one" are one each; "five and seven", "two or three" are two.
+ */
+function wordNumbers(run: string): number[] {
+  const words = run.toLowerCase().split(/[\s-]+/);
   // "one" alone is a pronoun as often as a number ("which one"); it counts in a longer run.
-  if (words.length === 1 && words[0] === 'one') return null;
+  if (words.length === 1 && words[0] === 'one') return [];
+  const out: number[] = [];
   let total = 0;
   let current = 0;
+  let has = false;
+  let previous = '';
+  const flush = () => {
+    if (has) out.push(total + current);
+    total = 0;
+    current = 0;
+    has = false;
+  };
   for (const w of words) {
     const v = WORD_VALUE.get(w);
-    if (v !== undefined) current += v;
-    else if (w === 'hundred') current = (current || 1) * 100;
-    else {
-      total += (current || 1) * (WORD_SCALE[w] as number);
+    if (w === 'a') {
+      current = 1;
+      has = true;
+    } else if (w === 'and') {
+      // "a hundred and fifty" is one number, "five and seven" two.
+      if (!(previous in SCALE)) flush();
+    } else if (v !== undefined) {
+      const previousValue = WORD_VALUE.get(previous);
+      // "twenty five" is one number; "five seven" two.
+      if (previousValue !== undefined && !(previousValue >= 20 && previousValue % 10 === 0 && v < 10)) flush();
+      current += v;
+      has = true;
+    } else if (w === 'hundred') {
+      current = (current || 1) * 100;
+      has = true;
+    } else {
+      if (!has) return out;
+      total += (current || 1) * (SCALE[w] as number);
       current = 0;
     }
+    previous = w;
   }
-  return total + current;
+  flush();
+  return out;
 }
 
 /**
  * The quantities a text names. One quantity however it is written: "10,000", "10000", "10k" and
- * "ten thousand"; "25" and "twenty-five"; "1.5" and "1,5"; "1/2" and "0.5"; "3 pm", "3pm" and
- * "15:00"; "4th" and "4". Decimals keep their digits ("3.10" and "3.1" are two versions). "10k"
- * also reads as 10 ("a 10k race" is 10 km). Digits inside words ("mp3", "h2o", "v2") are not
- * quantities.
+ * "ten thousand"; "25" and "twenty-five"; "1/2" and "0.5"; "3 pm", "3pm" and "15:00"; "4th" and
+ * "4"; "2.5kg" and "2.5 kg". A form that reads two ways gives both readings, so that either
+ * matches: "10k" is also 10 ("a 10k race"), "2.5m" also 2.5 (metres), "1,5" also 1.5 and "1/2"
+ * also 1 and 2 (a date), "3:00" also 15:00. Decimals keep their digits ("3.10" and "3.1" are two
+ * versions). Digits after a letter ("mp3", "h2o", "v2") are not quantities.
  */
 export function quantitiesOf(text: string): Set<string> {
   const out = new Set<string>();
@@ -418,22 +443,35 @@ export function quantitiesOf(text: string): Set<string> {
       const h = Number(m[1]) % 12;
       out.add(`t${(m[3]?.toLowerCase() === 'p' ? h + 12 : h) * 60 + Number(m[2] ?? 0)}`);
     } else if (m[4] !== undefined) {
-      out.add(`t${Number(m[4]) * 60 + Number(m[5])}`);
+      const h = Number(m[4]);
+      out.add(`t${h * 60 + Number(m[5])}`);
+      if (h >= 1 && h < 12) out.add(`t${(h + 12) * 60 + Number(m[5])}`);
     } else if (m[6] !== undefined) {
-      const d = Number(m[7]);
-      out.add(d === 0 ? `${m[6]}/0` : String(Number((Number(m[6]) / d).toFixed(4))));
+      const parts = m[6].split('/');
+      for (const part of parts) out.add(String(Number(part)));
+      if (parts.length === 2 && Number(parts[1]) !== 0) out.add(String(Number((Number(parts[0]) / Number(parts[1])).toFixed(4))));
     } else {
-      const whole = (m[8] as string).replace(/,/g, '').replace(/^0+(?=\d)/, '');
-      const scale = m[11] ? (SUFFIX_SCALE[m[11].toLowerCase()] as number) : 1;
-      if (m[10] !== undefined) out.add(scale === 1 ? `${whole}.${m[10]}` : String(Number(`${whole}.${m[10]}`) * scale));
-      else out.add(String(Number(whole) * scale));
-      if (m[11]?.toLowerCase() === 'k') out.add(whole);
+      const digits = m[7] as string;
+      const parts = digits.split(',');
+      let whole: string;
+      if (parts.length === 1 || /^\d{1,3}(?:,\d{3})+$/.test(digits)) whole = String(Number(parts.join('')));
+      else {
+        // "1,5" (a decimal comma) or a list without spaces, "3,1,2".
+        for (const part of parts) out.add(String(Number(part)));
+        if (parts.length === 2 && (parts[1] as string).length <= 2 && m[8] === undefined) out.add(`${Number(parts[0])}.${parts[1]}`);
+        continue;
+      }
+      const value = m[8] !== undefined ? `${whole}.${m[8]}` : whole;
+      const word = m[9]?.toLowerCase();
+      const letter = m[10]?.toLowerCase();
+      if (word) out.add(String(Number(value) * (SCALE[word] as number)));
+      else {
+        out.add(value);
+        if (letter) out.add(String(Number(value) * (letter === 'k' ? 1e3 : letter === 'm' ? 1e6 : 1e9)));
+      }
     }
   }
-  for (const m of text.matchAll(WORDS_RE)) {
-    const v = wordsValue(m[0]);
-    if (v !== null) out.add(String(v));
-  }
+  for (const m of text.matchAll(WORDS_RE)) for (const v of wordNumbers(m[0])) out.add(String(v));
   return out;
 }
 

@@ -89,6 +89,24 @@ export function rarity(word: string): number {
   return rarityTable.get(word) ?? UNSEEN;
 }
 
+/** A word, or the word without a plural or verb ending, is a piece of the tokenizer's vocabulary. */
+function inVocabulary(w: string): boolean {
+  if (rarity(w) < UNSEEN) return true;
+  const bare = w.replace(/(?:es|s|ing|ed)$/, '');
+  return bare.length > 1 && (rarity(bare) < UNSEEN || rarity(`${bare}e`) < UNSEEN);
+}
+
+/**
+ * A token without the punctuation around it ("(Paris)," → "Paris"). Two scans, so a long run of
+ * punctuation inside a token costs no more than its length.
+ */
+function trimToWord(token: string): string {
+  const start = token.search(/[\p{L}\p{N}]/u);
+  if (start < 0) return '';
+  const last = /[\p{L}\p{N}][^\p{L}\p{N}]*$/u.exec(token) as RegExpExecArray;
+  return token.slice(start, last.index + String.fromCodePoint(last[0].codePointAt(0) as number).length);
+}
+
 export interface TextInfo {
   /** Lower-cased word tokens (apostrophes kept inside words). */
   words: string[];
@@ -102,7 +120,8 @@ export interface TextInfo {
   questionWords: Set<string>;
   /**
    * Capitalised words not at the start of a sentence: names, places, products. In a text without a
-   * capital letter, its content words outside the tokenizer's vocabulary (`rarity` UNSEEN).
+   * capital letter, its Latin-letter content words outside the tokenizer's vocabulary, counting a
+   * word in it when it is there without its plural or verb ending ("recipes", "cooking").
    */
   names: Set<string>;
   normalised: string;
@@ -142,7 +161,7 @@ export function analyse(text: string): TextInfo {
   for (const sentence of text.split(/[.!?:;]\s+|\n+/)) {
     const tokens = sentence.split(/\s+/).filter((t) => t.length > 0);
     tokens.forEach((token, i) => {
-      const w = token.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, '');
+      const w = trimToWord(token);
       if (w.length < 2) return;
       const acronym = /^[\p{Lu}\d]{2,}$/u.test(w) && /\p{Lu}/u.test(w);
       if ((i > 0 && /^\p{Lu}/u.test(w)) || acronym) {
@@ -152,8 +171,8 @@ export function analyse(text: string): TextInfo {
   }
   // Typed all in lower case, a text shows no names by their capitals ("how tall is lebron james"):
   // its words the tokenizer's vocabulary lacks stand in for them.
-  if (!/\p{Lu}/u.test(text)) {
-    for (const w of words) if (!STOP.has(w) && !/^\d/.test(w) && rarity(w) >= UNSEEN) names.add(w);
+  if (/[a-z]/.test(text) && !/\p{Lu}/u.test(text)) {
+    for (const w of words) if (/^[a-z]{2,}$/.test(w) && !STOP.has(w) && !inVocabulary(w)) names.add(w);
   }
   const normalised = words.join(' ');
   const bigrams = new Set<string>();

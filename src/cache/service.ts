@@ -260,16 +260,11 @@ export class CacheService {
     const earlier: Side | null = key.prefixText && prefixVector ? { text: key.prefixText, vector: prefixVector } : null;
     // Whether an entry is another request however near ("sort ascending" for "sort descending",
     // or after "a trip for 20 people" for one "for 2"): passed over, and no rival to the one served.
+    const verdicts = new Map<number, boolean>();
     const differs = (e: Entry): boolean => {
-      const scorer = this.deps.scorer;
-      if (!scorer.differs || e.vector === null) return false;
-      if (scorer.differs(query, { text: e.queryText, vector: e.vector, scope: e.accountId }) !== null) return true;
-      return (
-        earlier !== null &&
-        e.prefixVector !== null &&
-        key.prefixHash !== e.prefixHash &&
-        scorer.differs(earlier, { text: e.prefixText, vector: e.prefixVector, scope: e.accountId }) !== null
-      );
+      let d = verdicts.get(e.id);
+      if (d === undefined) verdicts.set(e.id, (d = this.differs(query, earlier, key, e)));
+      return d;
     };
     const entries = new Map<number, Entry>();
     const read = async (ns: readonly Neighbour[]) => {
@@ -379,6 +374,22 @@ export class CacheService {
       { text: key.prefixText, vector: prefixVector },
       { text: e.prefixText, vector: e.prefixVector, scope: e.accountId },
       dot(prefixVector, e.prefixVector),
+    );
+  }
+
+  /**
+   * Whether an entry is another request by the scorer's checks, in what the query asks (read with
+   * the turn before it) or in the earlier user turns.
+   */
+  private differs(query: Side, earlier: Side | null, key: SemanticKey, e: Entry): boolean {
+    const scorer = this.deps.scorer;
+    if (!scorer.differs || e.vector === null) return false;
+    if (scorer.differs(query, { text: e.queryText, vector: e.vector, scope: e.accountId }) !== null) return true;
+    return (
+      earlier !== null &&
+      e.prefixVector !== null &&
+      key.prefixHash !== e.prefixHash &&
+      scorer.differs(earlier, { text: e.prefixText, vector: e.prefixVector, scope: e.accountId }) !== null
     );
   }
 
