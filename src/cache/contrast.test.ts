@@ -92,6 +92,9 @@ describe('quantities', () => {
       ['3 pm', '15:00'],
       ['the 4th of July', 'July 4'],
       ['2.5kg', '2.5 kg'],
+      ['1.1 millions', '1.1 million'],
+      ['$85.6-million', '$85.6 million'],
+      ['9.35AM', '09:35 AM'],
     ]) {
       assert.deepEqual([...quantitiesOf(x as string)], [...quantitiesOf(y as string)], `${x} / ${y}`);
     }

@@ -379,7 +379,7 @@ const WORDS_RE = new RegExp(
   'giu',
 );
 const DIGITS_RE =
-  /(?<![\p{L}\p{N}.,:/])(?:(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b\.?|(\d{1,2}):(\d{2})(?![\d:])|(\d+(?:\/\d+)+)(?!\d)|(\d+(?:,\d+)*)(?:\.(\d+))?(?:\s*(thousand|million|mn|billion|bn)\b|(k|m|b)(?!\p{L}))?)/giu;
+  /(?<![\p{L}\p{N}.,:/])(?:(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?m\b\.?|(\d{1,2}):(\d{2})(?![\d:])|(\d+(?:\/\d+)+)(?!\d)|(\d+(?:,\d+)*)(?:\.(\d+))?(?:[\s-]*(thousand|million|mn|billion|bn)s?\b|-?(k|m|b)(?!\p{L}))?)/giu;
 
 /**
  * The numbers of a run of number words: "twenty-five", "a hundred and fifty", "two thousand and
