@@ -211,8 +211,8 @@ function spelling(word: string): string {
   return hit ? (((SETS[hit.set] as readonly (readonly string[])[])[hit.member] as readonly string[])[0] as string) : word;
 }
 
-/** Words that look like an inflection of a set's word and are not ("mind", "ones", "seconds"). */
-const NOT_INFLECTED = new Set(['mind', 'mining', 'ones', 'seconds', 'odds', 'mis', 'ons']);
+/** Words that look like an inflection of a set's word and are not ("mind", "mining", "seconds"). */
+const NOT_INFLECTED = new Set(['mind', 'mining', 'mins', 'seconds']);
 
 /** A word's entries in the sets, as written or without an inflection ("reads", "encrypted", "today's"). */
 function member(word: string): { set: number; member: number }[] | undefined {
