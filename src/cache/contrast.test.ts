@@ -66,6 +66,9 @@ describe('swappedRoles', () => {
     assert.equal(swapped('How far is London from Paris?', 'How far is Paris from London?'), null);
     assert.equal(swapped('Is happy the opposite of sad?', 'Is sad the opposite of happy?'), null);
     assert.equal(swapped('swap x with y in python', 'swap y with x in python'), null);
+    // The same conversion asked both ways; converting the other way is another request.
+    assert.equal(swapped('How many ml in 2 cups?', '2 cups in ml'), null);
+    assert.equal(swapped('10 miles in km', '10 km in miles'), 'mile in km');
     // A list in another order, its commas gone.
     assert.equal(swapped('pros and cons of react, vue, angular', 'pros and cons of angular, vue, react'), null);
   });
@@ -80,14 +83,14 @@ describe('swappedRoles', () => {
 describe('quantities', () => {
   test('one quantity however written; digits inside words are none', () => {
     // "10k" is also read as 10: "a 10k race" is 10 km.
-    assert.deepEqual([...quantitiesOf('under 10k, ₹10,000 or 10000 INR')].sort(), ['10', '10000']);
-    assert.deepEqual([...quantitiesOf('1.5 million people')], ['1500000']);
-    assert.deepEqual([...quantitiesOf('a recipe for two, not twenty-five')], ['2', '25']);
-    assert.deepEqual([...quantitiesOf('convert mp3 to wav, H2O, API v2')], []);
-    assert.deepEqual([...quantitiesOf('It costs 5.')], ['5']);
-    assert.deepEqual([...quantitiesOf('ten thousand steps, two hundred and ten dollars')], ['10000', '210']);
-    assert.deepEqual([...quantitiesOf('which one is better')], []);
-    assert.deepEqual([...quantitiesOf('a hundred and fifty, or five and seven')], ['150', '5', '7']);
+    assert.deepEqual([...quantitiesOf('under 10k, ₹10,000 or 10000 INR').keys()].sort(), ['10', '10000']);
+    assert.deepEqual([...quantitiesOf('1.5 million people').keys()], ['1500000']);
+    assert.deepEqual([...quantitiesOf('a recipe for two, not twenty-five').keys()], ['2', '25']);
+    assert.deepEqual([...quantitiesOf('convert mp3 to wav, H2O, API v2').keys()], []);
+    assert.deepEqual([...quantitiesOf('It costs 5.').keys()], ['5']);
+    assert.deepEqual([...quantitiesOf('ten thousand steps, two hundred and ten dollars').keys()], ['10000', '210']);
+    assert.deepEqual([...quantitiesOf('which one is better').keys()], []);
+    assert.deepEqual([...quantitiesOf('a hundred and fifty, or five and seven').keys()], ['150', '5', '7']);
     for (const [x, y] of [
       ['3 pm', '15:00'],
       ['the 4th of July', 'July 4'],
@@ -96,10 +99,10 @@ describe('quantities', () => {
       ['$85.6-million', '$85.6 million'],
       ['9.35AM', '09:35 AM'],
     ]) {
-      assert.deepEqual([...quantitiesOf(x as string)], [...quantitiesOf(y as string)], `${x} / ${y}`);
+      assert.deepEqual([...quantitiesOf(x as string).keys()], [...quantitiesOf(y as string).keys()], `${x} / ${y}`);
     }
     // Versions keep their digits.
-    assert.notDeepEqual([...quantitiesOf('Python 3.10')], [...quantitiesOf('Python 3.1')]);
+    assert.notDeepEqual([...quantitiesOf('Python 3.10').keys()], [...quantitiesOf('Python 3.1').keys()]);
   });
 
   test('differ when each text names a quantity the other does not', () => {
@@ -121,6 +124,10 @@ describe('quantities', () => {
       assert.equal(q(x as string, y as string), null, `${x} / ${y}`);
     }
     assert.equal(q('1.5kg of flour', '1.7kg of flour'), '1.5/1.7');
+    // Quantities of different things are often one amount in two units.
+    assert.equal(q('Is a 90 minute nap too long?', 'is a 1.5 hour nap too long'), null);
+    assert.equal(q('max dose of paracetamol, 4g a day?', 'paracetamol max dose: 4000 mg per day?'), null);
+    assert.equal(q('Major events of the 21st century', 'major events of the twenty-first century'), null);
     // A quantity added on one side only is a detail, not another request.
     assert.equal(q('best laptop under 1000', 'best laptop under 1000 for 3D work in 2024'), null);
     assert.equal(q('What is the capital of France?', 'What was the capital of France in 1800?'), null);

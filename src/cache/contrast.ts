@@ -281,6 +281,7 @@ const COMPARISON = new Set(
     'multiply multiplied product sum add added'
   ).split(' '),
 );
+const HOW_MANY = new Set(['many', 'much']);
 /** Words left out when looking for a swap: "an int to a string" / "a string to an int". */
 const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'your', 'our', 'his', 'her', 'their', 'its', 'this', 'that', 'some']);
 /** Steps of `swappedRoles` before it gives up (about 2 ms at most). */
@@ -354,6 +355,8 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
             // Two phrases of one preposition in another order: "in Paris in June" / "in June in Paris";
             // and a list in another order, its commas gone: "react, vue, angular" / "angular, vue, react".
             if (nm === 1 && (x[i - 1] === m[0] || (n1 === 1 && n2 === 1 && !FUNCTION_WORDS.has(m[0] as string)))) continue;
+            // "how many ml in 2 cups" / "2 cups in ml": the same conversion, asked both ways.
+            if (nm === 1 && m[0] === 'in' && HOW_MANY.has(x[i - 1] as string) !== HOW_MANY.has(y[q - nm - n2 - 1] as string)) continue;
             if (s1.some((w) => s2.includes(w))) continue;
             budget -= x.length + y.length;
             if (holds(x, s2, m, s1) || holds(y, s1, m, s2)) continue;
@@ -375,7 +378,7 @@ const WORD_VALUE = new Map<string, number>([...UNITS.map((w, i) => [w, i] as con
 const SCALE: Record<string, number> = { hundred: 100, thousand: 1e3, million: 1e6, mn: 1e6, billion: 1e9, bn: 1e9 };
 const NUMBER_WORD = `(?:${[...UNITS, ...TENS, 'hundred', 'thousand', 'million', 'billion'].join('|')})`;
 const WORDS_RE = new RegExp(
-  `(?<![\\p{L}-])(?:a\\s+(?=(?:hundred|thousand|million|billion)\\b))?${NUMBER_WORD}(?:(?:[\\s-]+(?:and[\\s-]+)?)${NUMBER_WORD})*(?![\\p{L}])`,
+  `(?<![\\p{L}-])(?:a\\s+(?=(?:hundred|thousand|million|billion)\\b))?${NUMBER_WORD}(?:(?:[\\s-]+(?:and[\\s-]+)?)${NUMBER_WORD})*(?![\\p{L}]|-\\p{L})`,
   'giu',
 );
 const DIGITS_RE =
@@ -434,22 +437,31 @@ function wordNumbers(run: string): number[] {
  * "4"; "2.5kg" and "2.5 kg". A form that reads two ways gives both readings, so that either
  * matches: "10k" is also 10 ("a 10k race"), "2.5m" also 2.5 (metres), "1,5" also 1.5 and "1/2"
  * also 1 and 2 (a date), "3:00" also 15:00. Decimals keep their digits ("3.10" and "3.1" are two
- * versions). Digits after a letter ("mp3", "h2o", "v2") are not quantities.
+ * versions). Digits after a letter ("mp3", "h2o", "v2") are not quantities. Each quantity comes
+ * with what it counts: the word right after it, glued or after a space, without a plural "s"
+ * ("2.5kg": "kg"; "for 20 people": "people"; "for 2": none); a time counts time.
  */
-export function quantitiesOf(text: string): Set<string> {
-  const out = new Set<string>();
+export function quantitiesOf(text: string): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  let context = '';
+  const add = (value: string) => {
+    let contexts = out.get(value);
+    if (!contexts) out.set(value, (contexts = new Set()));
+    contexts.add(value.startsWith('t') ? 't' : context);
+  };
   for (const m of text.matchAll(DIGITS_RE)) {
+    context = unitAfter(text, (m.index as number) + m[0].length);
     if (m[1] !== undefined) {
       const h = Number(m[1]) % 12;
-      out.add(`t${(m[3]?.toLowerCase() === 'p' ? h + 12 : h) * 60 + Number(m[2] ?? 0)}`);
+      add(`t${(m[3]?.toLowerCase() === 'p' ? h + 12 : h) * 60 + Number(m[2] ?? 0)}`);
     } else if (m[4] !== undefined) {
       const h = Number(m[4]);
-      out.add(`t${h * 60 + Number(m[5])}`);
-      if (h >= 1 && h < 12) out.add(`t${(h + 12) * 60 + Number(m[5])}`);
+      add(`t${h * 60 + Number(m[5])}`);
+      if (h >= 1 && h < 12) add(`t${(h + 12) * 60 + Number(m[5])}`);
     } else if (m[6] !== undefined) {
       const parts = m[6].split('/');
-      for (const part of parts) out.add(String(Number(part)));
-      if (parts.length === 2 && Number(parts[1]) !== 0) out.add(String(Number((Number(parts[0]) / Number(parts[1])).toFixed(4))));
+      for (const part of parts) add(String(Number(part)));
+      if (parts.length === 2 && Number(parts[1]) !== 0) add(String(Number((Number(parts[0]) / Number(parts[1])).toFixed(4))));
     } else {
       const digits = m[7] as string;
       const parts = digits.split(',');
@@ -457,28 +469,47 @@ export function quantitiesOf(text: string): Set<string> {
       if (parts.length === 1 || /^\d{1,3}(?:,\d{3})+$/.test(digits)) whole = String(Number(parts.join('')));
       else {
         // "1,5" (a decimal comma) or a list without spaces, "3,1,2".
-        for (const part of parts) out.add(String(Number(part)));
-        if (parts.length === 2 && (parts[1] as string).length <= 2 && m[8] === undefined) out.add(`${Number(parts[0])}.${parts[1]}`);
+        for (const part of parts) add(String(Number(part)));
+        if (parts.length === 2 && (parts[1] as string).length <= 2 && m[8] === undefined) add(`${Number(parts[0])}.${parts[1]}`);
         continue;
       }
       const value = m[8] !== undefined ? `${whole}.${m[8]}` : whole;
       const word = m[9]?.toLowerCase();
       const letter = m[10]?.toLowerCase();
-      if (word) out.add(String(Number(value) * (SCALE[word] as number)));
+      if (word) add(String(Number(value) * (SCALE[word] as number)));
       else {
-        out.add(value);
-        if (letter) out.add(String(Number(value) * (letter === 'k' ? 1e3 : letter === 'm' ? 1e6 : 1e9)));
+        add(value);
+        if (letter) add(String(Number(value) * (letter === 'k' ? 1e3 : letter === 'm' ? 1e6 : 1e9)));
       }
     }
   }
-  for (const m of text.matchAll(WORDS_RE)) for (const v of wordNumbers(m[0])) out.add(String(v));
+  for (const m of text.matchAll(WORDS_RE)) {
+    context = unitAfter(text, (m.index as number) + m[0].length);
+    for (const v of wordNumbers(m[0])) add(String(v));
+  }
   return out;
 }
 
-/** A quantity only one text names, and another only the other does: "for 2 people" / "for 20 people". */
-export function differentQuantities(a: Set<string>, b: Set<string>): string | null {
+/** The word right after a quantity, glued or after spaces, lower-cased, without a plural "s". */
+function unitAfter(text: string, at: number): string {
+  const m = /^[ \t]*(\p{L}+)/u.exec(text.slice(at, at + 40));
+  return m ? (m[1] as string).toLowerCase().replace(/(?<=..)s$/, '') : '';
+}
+
+/**
+ * A quantity only one text names, and another only the other does, of the same thing: "for 2
+ * people" / "for 20 people", "in 1789" / "in 1793". Quantities of different things are left to the
+ * model, as they are often one amount in two units ("a 90 minute nap" / "a 1.5 hour nap", "4g" /
+ * "4000 mg").
+ */
+export function differentQuantities(a: Map<string, Set<string>>, b: Map<string, Set<string>>): string | null {
   if (a.size === 0 || b.size === 0) return null;
-  const x = [...a].find((n) => !b.has(n));
-  const y = [...b].find((n) => !a.has(n));
-  return x !== undefined && y !== undefined ? `${x}/${y}` : null;
+  for (const [x, cx] of a) {
+    if (b.has(x)) continue;
+    for (const [y, cy] of b) {
+      if (a.has(y)) continue;
+      for (const c of cx) if (cy.has(c)) return `${x}/${y}`;
+    }
+  }
+  return null;
 }

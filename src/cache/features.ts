@@ -114,8 +114,8 @@ export interface TextInfo {
   /** Rarity of each content stem (the rarest surface form). */
   weight: Map<string, number>;
   numbers: Set<string>;
-  /** The quantities named, as numbers ("10k", "10,000" and "10000" are one): `quantitiesOf`. */
-  quantities: Set<string>;
+  /** The quantities named, as numbers, with what each counts: `quantitiesOf`. */
+  quantities: Map<string, Set<string>>;
   negations: number;
   questionWords: Set<string>;
   /**
