@@ -12,6 +12,8 @@ describe('contrastingWords', () => {
     assert.equal(contrast('Convert 10 km to miles', 'Convert 10 km to meters'), 'mile/meter');
     assert.equal(contrast('How do I reverse a list in python?', 'How do I reverse a list in java?'), 'python/java');
     assert.equal(contrast('What should I cook for dinner?', 'What should I cook for breakfast?'), 'dinner/breakfast');
+    assert.equal(contrast('Python code to read a JSON file', 'Python code to write a JSON file'), 'read/write');
+    assert.equal(contrast('Meal plan for losing weight', 'Meal plan for gaining weight'), 'lose/gain');
   });
 
   test('spellings of one thing, and texts naming both things, are no contrast', () => {
@@ -24,6 +26,7 @@ describe('contrastingWords', () => {
     assert.equal(contrast('Show me how to make a div invisible', 'How do I hide a div?'), null);
     assert.equal(contrast('What time is it in Tokyo right now?', 'Tokyo time now? Left my watch at home'), null);
     assert.equal(contrast('Make me a 7-day meal plan', 'a meal plan for one week'), null);
+    // "Write" as the request's own verb.
     assert.equal(contrast('Write a Python script to load a CSV', 'Python script to read a CSV'), null);
     assert.equal(contrast('Fun things to do on a Saturday night', 'fun things to do on a Saturday evening'), null);
   });
@@ -124,6 +127,10 @@ describe('quantities', () => {
       assert.equal(q(x as string, y as string), null, `${x} / ${y}`);
     }
     assert.equal(q('1.5kg of flour', '1.7kg of flour'), '1.5/1.7');
+    // Roman numerals after a name; not the pronoun.
+    assert.equal(q('Explain the causes of World War I', 'Explain the causes of World War II'), '1/2');
+    assert.equal(q('who was the first wife of henry viii', 'who was the first wife of henry vii'), '8/7');
+    assert.deepEqual([...quantitiesOf('Can I go? Then I went.').keys()], []);
     // Quantities of different things are often one amount in two units.
     assert.equal(q('Is a 90 minute nap too long?', 'is a 1.5 hour nap too long'), null);
     assert.equal(q('max dose of paracetamol, 4g a day?', 'paracetamol max dose: 4000 mg per day?'), null);

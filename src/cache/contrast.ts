@@ -83,7 +83,14 @@ const SETS: readonly (readonly string[])[][] = [
   [['client'], ['server']],
   [['frontend'], ['backend']],
   [['positive'], ['negative']],
-  [['hot'], ['cold']],
+  [['hot'], ['cold', 'iced']],
+  [['oily'], ['dry']],
+  [
+    ['lose', 'losing', 'loss'],
+    ['gain', 'gaining'],
+  ],
+  [['child', 'children', 'kid', 'teen', 'teenager', 'toddler', 'baby', 'infant'], ['adult']],
+  [['read'], ['write']],
   [['light'], ['dark']],
   [
     ['north', 'northern'],
@@ -234,10 +241,14 @@ function member(word: string): { set: number; member: number }[] | undefined {
   return undefined;
 }
 
-/** The things each set names in a text: set → members. */
-function namedThings(words: Set<string>): Map<number, Set<number>> {
+/**
+ * The things each set names in a text: set → members. "Write" as a text's first word is the
+ * request's own verb ("Write a script that reads a CSV"), not the opposite of reading.
+ */
+function namedThings(text: TextInfo): Map<number, Set<number>> {
   const out = new Map<number, Set<number>>();
-  for (const w of words) {
+  for (const w of text.wordSet) {
+    if (w === 'write' && text.words[0] === 'write' && text.words.indexOf('write', 1) < 0) continue;
     const hits = member(w);
     if (!hits) continue;
     for (const { set, member: m } of hits) {
@@ -254,8 +265,8 @@ function namedThings(words: Set<string>): Map<number, Set<number>> {
  * first names and another thing of the same kind only the second does. Null when there is none.
  */
 export function contrastingWords(a: TextInfo, b: TextInfo): string | null {
-  const ta = namedThings(a.wordSet);
-  const tb = namedThings(b.wordSet);
+  const ta = namedThings(a);
+  const tb = namedThings(b);
   for (const [set, ma] of ta) {
     const mb = tb.get(set);
     if (!mb) continue;
@@ -289,7 +300,7 @@ const SWAP_BUDGET = 10_000;
 const FUNCTION_WORDS = new Set(
   (
     'a an the and or but of to in on at by for with from into onto about as is are was were be been do does did i me my we ' +
-    'you your he she it its they them their this that what which who how when where why can could should would will'
+    'you your he she it its they them their this that what which who how when where why can could should would will minus'
   ).split(' '),
 );
 
@@ -383,6 +394,17 @@ const WORDS_RE = new RegExp(
 );
 const DIGITS_RE =
   /(?<![\p{L}\p{N}.,:/])(?:(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?m\b\.?|(\d{1,2}):(\d{2})(?![\d:])|(\d+(?:\/\d+)+)(?!\d)|(\d+(?:,\d+)*)(?:\.(\d+))?(?:[\s-]*(thousand|million|mn|billion|bn)s?\b|-?(k|m|b)(?!\p{L}))?)/giu;
+
+const ROMAN: Record<string, number> = Object.fromEntries(
+  'i ii iii iv v vi vii viii ix x xi xii xiii xiv xv xvi xvii xviii xix xx'.split(' ').map((r, i) => [r, i + 1]),
+);
+/**
+ * Roman numerals after a name: "World War II", "Henry VIII", "henry viii". "I", "V" and "X" count only
+ * after a capitalised word that follows another word ("World War I", not "Can I"); in lower case
+ * only the forms no word has ("vii", "xiv").
+ */
+const ROMAN_RE =
+  /(?<![\p{L}\p{N}])(?:II|III|IV|VI|VII|VIII|IX|XI|XII|XIII|XIV|XV|XVI|XVII|XVIII|XIX|XX|iii|vii|viii|xii|xiii|xiv|xvi|xvii|xviii|xix|(?<=\p{L}[ \t]\p{Lu}\p{L}*[ \t])[IVX])(?![\p{L}\p{N}])/gu;
 
 /**
  * The numbers of a run of number words: "twenty-five", "a hundred and fifty", "two thousand and
@@ -482,6 +504,10 @@ export function quantitiesOf(text: string): Map<string, Set<string>> {
         if (letter) add(String(Number(value) * (letter === 'k' ? 1e3 : letter === 'm' ? 1e6 : 1e9)));
       }
     }
+  }
+  for (const m of text.matchAll(ROMAN_RE)) {
+    context = unitAfter(text, (m.index as number) + m[0].length);
+    add(String(ROMAN[m[0].toLowerCase()]));
   }
   for (const m of text.matchAll(WORDS_RE)) {
     context = unitAfter(text, (m.index as number) + m[0].length);
