@@ -83,14 +83,8 @@ const SETS: readonly (readonly string[])[][] = [
   [['client'], ['server']],
   [['frontend'], ['backend']],
   [['positive'], ['negative']],
-  [['hot'], ['cold', 'iced']],
+  [['hot'], ['cold']],
   [['oily'], ['dry']],
-  [
-    ['lose', 'losing', 'loss'],
-    ['gain', 'gaining'],
-  ],
-  [['child', 'children', 'kid', 'teen', 'teenager', 'toddler', 'baby', 'infant'], ['adult']],
-  [['read'], ['write']],
   [['light'], ['dark']],
   [
     ['north', 'northern'],
@@ -241,14 +235,10 @@ function member(word: string): { set: number; member: number }[] | undefined {
   return undefined;
 }
 
-/**
- * The things each set names in a text: set → members. "Write" as a text's first word is the
- * request's own verb ("Write a script that reads a CSV"), not the opposite of reading.
- */
+/** The things each set names in a text: set → members. */
 function namedThings(text: TextInfo): Map<number, Set<number>> {
   const out = new Map<number, Set<number>>();
   for (const w of text.wordSet) {
-    if (w === 'write' && text.words[0] === 'write' && text.words.indexOf('write', 1) < 0) continue;
     const hits = member(w);
     if (!hits) continue;
     for (const { set, member: m } of hits) {
@@ -389,7 +379,7 @@ const WORD_VALUE = new Map<string, number>([...UNITS.map((w, i) => [w, i] as con
 const SCALE: Record<string, number> = { hundred: 100, thousand: 1e3, million: 1e6, mn: 1e6, billion: 1e9, bn: 1e9 };
 const NUMBER_WORD = `(?:${[...UNITS, ...TENS, 'hundred', 'thousand', 'million', 'billion'].join('|')})`;
 const WORDS_RE = new RegExp(
-  `(?<![\\p{L}-])(?:a\\s+(?=(?:hundred|thousand|million|billion)\\b))?${NUMBER_WORD}(?:(?:[\\s-]+(?:and[\\s-]+)?)${NUMBER_WORD})*(?![\\p{L}]|-\\p{L})`,
+  `(?<![\\p{L}-])(?:a\\s+(?=(?:hundred|thousand|million|billion)\\b))?${NUMBER_WORD}(?:(?:[\\s-]+(?:and[\\s-]+)?)${NUMBER_WORD})*(?!\\p{L}|-(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)\\b)`,
   'giu',
 );
 const DIGITS_RE =
@@ -507,6 +497,8 @@ export function quantitiesOf(text: string): Map<string, Set<string>> {
   }
   for (const m of text.matchAll(ROMAN_RE)) {
     context = unitAfter(text, (m.index as number) + m[0].length);
+    // A numeral of a name (a war, a king, a sequel) compares with another such numeral only.
+    context = 'roman';
     add(String(ROMAN[m[0].toLowerCase()]));
   }
   for (const m of text.matchAll(WORDS_RE)) {
@@ -518,9 +510,35 @@ export function quantitiesOf(text: string): Map<string, Set<string>> {
 
 /** The word right after a quantity, glued or after spaces, lower-cased, without a plural "s". */
 function unitAfter(text: string, at: number): string {
-  const m = /^[ \t]*(\p{L}+)/u.exec(text.slice(at, at + 40));
-  return m ? (m[1] as string).toLowerCase().replace(/(?<=..)s$/, '') : '';
+  const m = /^[ \t-]*(%|\p{L}+)/u.exec(text.slice(at, at + 40));
+  if (!m) return '';
+  const word = (m[1] as string).toLowerCase();
+  if (UNIT_WORDS[word]) return UNIT_WORDS[word];
+  // A word like "in" or "of" after a number says nothing of what it counts ("in 1789 in France").
+  if (FUNCTION_WORDS.has(word)) return '';
+  return word.replace(/(?<=(?:ch|sh|x|ss))es$/, '').replace(/(?<=..[^s])s$/, '');
 }
+
+/** Words that name one unit, for the word after a quantity. */
+const UNIT_WORDS: Record<string, string> = {
+  percent: '%',
+  per: '%',
+  min: 'minute',
+  mins: 'minute',
+  hr: 'hour',
+  hrs: 'hour',
+  people: 'person',
+  persons: 'person',
+  guests: 'person',
+  guest: 'person',
+  feet: 'foot',
+  ft: 'foot',
+  children: 'child',
+  kids: 'child',
+  kid: 'child',
+  yrs: 'year',
+  yr: 'year',
+};
 
 /**
  * A quantity only one text names, and another only the other does, of the same thing: "for 2
@@ -530,11 +548,14 @@ function unitAfter(text: string, at: number): string {
  */
 export function differentQuantities(a: Map<string, Set<string>>, b: Map<string, Set<string>>): string | null {
   if (a.size === 0 || b.size === 0) return null;
+  // What each quantity only the second names counts, to look up rather than compare pairwise.
+  const onlyB = new Map<string, string>();
+  for (const [y, cy] of b) if (!a.has(y)) for (const c of cy) if (!onlyB.has(c)) onlyB.set(c, y);
   for (const [x, cx] of a) {
     if (b.has(x)) continue;
-    for (const [y, cy] of b) {
-      if (a.has(y)) continue;
-      for (const c of cx) if (cy.has(c)) return `${x}/${y}`;
+    for (const c of cx) {
+      const y = onlyB.get(c);
+      if (y !== undefined) return `${x}/${y}`;
     }
   }
   return null;
