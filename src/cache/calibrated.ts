@@ -261,9 +261,8 @@ export class CalibratedScorer implements HitScorer {
     const b = this.analyse(candidate.text, candidate.scope);
     // The same words: the same question, unless operators or signs tell them apart ("5+3", "5-3").
     if (a.normalised === b.normalised) return a.symbols === b.symbols ? 1 : 0;
-    // Requests that name different things of one kind, swap two things or name other quantities
-    // (texts of up to `MEMO_CHARS`, as in `differs`).
-    if (query.text.length <= MEMO_CHARS && candidate.text.length <= MEMO_CHARS && differentRequest(a, b) !== null) return 0;
+    // Requests that name different things of one kind, swap two things or name other quantities.
+    if (this.differs(query, candidate) !== null) return 0;
     const x = inputVector(this.model, pairFeatures(a, b, cosine), query.vector, candidate.vector, this.input);
     let logit = forward(this.model, x);
     const stage = this.model.neighbourhood;

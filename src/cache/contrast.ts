@@ -206,10 +206,15 @@ SETS.forEach((set, s) =>
   }),
 );
 
+/** The first spelling of a thing of the sets. */
+function firstSpelling(set: number, member: number): string {
+  return ((SETS[set] as readonly (readonly string[])[])[member] as readonly string[])[0] as string;
+}
+
 /** The first spelling of the thing a word names in the sets, or the word itself. */
 function spelling(word: string): string {
   const hit = member(word)?.[0];
-  return hit ? (((SETS[hit.set] as readonly (readonly string[])[])[hit.member] as readonly string[])[0] as string) : word;
+  return hit ? firstSpelling(hit.set, hit.member) : word;
 }
 
 /** Words that look like an inflection of a set's word and are not ("mind", "mining", "seconds"). */
@@ -262,10 +267,7 @@ export function contrastingWords(a: TextInfo, b: TextInfo): string | null {
     if (!mb) continue;
     const onlyA = [...ma].filter((m) => !mb.has(m));
     const onlyB = [...mb].filter((m) => !ma.has(m));
-    if (onlyA.length > 0 && onlyB.length > 0) {
-      const s = SETS[set] as readonly (readonly string[])[];
-      return `${(s[onlyA[0] as number] as readonly string[])[0]}/${(s[onlyB[0] as number] as readonly string[])[0]}`;
-    }
+    if (onlyA.length > 0 && onlyB.length > 0) return `${firstSpelling(set, onlyA[0] as number)}/${firstSpelling(set, onlyB[0] as number)}`;
   }
   return null;
 }
@@ -350,7 +352,8 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
             const s1 = x.slice(i, i + n1);
             const m = x.slice(i + n1, i + n1 + nm);
             const s2 = x.slice(i + n1 + nm, i + n1 + nm + n2);
-            if (s1.join(' ') === s2.join(' ') || s2.every((w) => FUNCTION_WORDS.has(w))) continue;
+            // The same thing on both sides ("art print … art print") is no swap.
+            if (s1.some((w) => s2.includes(w)) || s2.every((w) => FUNCTION_WORDS.has(w))) continue;
             // "X and Y", "X or Y"; and lists: "2002, 2001 and 2000" / "2000, 2001 and 2002".
             if (m.every(joins) || joins(m[0] as string) || joins(m[nm - 1] as string)) continue;
             // Two phrases of one preposition in another order: "in Paris in June" / "in June in Paris";
@@ -358,7 +361,6 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
             if (nm === 1 && (x[i - 1] === m[0] || (n1 === 1 && n2 === 1 && !FUNCTION_WORDS.has(m[0] as string)))) continue;
             // "how many ml in 2 cups" / "2 cups in ml": the same conversion, asked both ways.
             if (nm === 1 && m[0] === 'in' && HOW_MANY.has(x[i - 1] as string) !== HOW_MANY.has(y[q - nm - n2 - 1] as string)) continue;
-            if (s1.some((w) => s2.includes(w))) continue;
             budget -= x.length + y.length;
             if (holds(x, s2, m, s1) || holds(y, s1, m, s2)) continue;
             return [...s1, ...m, ...s2].join(' ');
@@ -377,6 +379,8 @@ const UNITS =
 const TENS = 'twenty thirty forty fifty sixty seventy eighty ninety'.split(' ');
 const WORD_VALUE = new Map<string, number>([...UNITS.map((w, i) => [w, i] as const), ...TENS.map((w, i) => [w, 20 + 10 * i] as const)]);
 const SCALE: Record<string, number> = { hundred: 100, thousand: 1e3, million: 1e6, mn: 1e6, billion: 1e9, bn: 1e9 };
+/** A scale glued to a number: "10k", "2.5M", "$3b". */
+const LETTER_SCALE: Record<string, number> = { k: 1e3, m: 1e6, b: 1e9 };
 const NUMBER_WORD = `(?:${[...UNITS, ...TENS, 'hundred', 'thousand', 'million', 'billion'].join('|')})`;
 const WORDS_RE = new RegExp(
   `(?<![\\p{L}-])(?:a\\s+(?=(?:hundred|thousand|million|billion)\\b))?${NUMBER_WORD}(?:(?:[\\s-]+(?:and[\\s-]+)?)${NUMBER_WORD})*(?!\\p{L}|-(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)\\b)`,
@@ -450,8 +454,8 @@ function wordNumbers(run: string): number[] {
  * matches: "10k" is also 10 ("a 10k race"), "2.5m" also 2.5 (metres), "1,5" also 1.5 and "1/2"
  * also 1 and 2 (a date), "3:00" also 15:00. Decimals keep their digits ("3.10" and "3.1" are two
  * versions). Digits after a letter ("mp3", "h2o", "v2") are not quantities. Each quantity comes
- * with what it counts: the word right after it, glued or after a space, without a plural "s"
- * ("2.5kg": "kg"; "for 20 people": "people"; "for 2": none); a time counts time.
+ * with what it counts (`unitAfter`: "2.5kg": "kg"; "for 20 guests": "person"; "for 2": none); a
+ * time counts time, and a Roman numeral other numerals.
  */
 export function quantitiesOf(text: string): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
@@ -459,10 +463,11 @@ export function quantitiesOf(text: string): Map<string, Set<string>> {
   const add = (value: string) => {
     let contexts = out.get(value);
     if (!contexts) out.set(value, (contexts = new Set()));
-    contexts.add(value.startsWith('t') ? 't' : context);
+    contexts.add(context);
   };
   for (const m of text.matchAll(DIGITS_RE)) {
-    context = unitAfter(text, (m.index as number) + m[0].length);
+    // A time counts time, whatever word follows it.
+    context = m[1] !== undefined || m[4] !== undefined ? 't' : unitAfter(text, (m.index as number) + m[0].length);
     if (m[1] !== undefined) {
       const h = Number(m[1]) % 12;
       add(`t${(m[3]?.toLowerCase() === 'p' ? h + 12 : h) * 60 + Number(m[2] ?? 0)}`);
@@ -491,12 +496,11 @@ export function quantitiesOf(text: string): Map<string, Set<string>> {
       if (word) add(String(Number(value) * (SCALE[word] as number)));
       else {
         add(value);
-        if (letter) add(String(Number(value) * (letter === 'k' ? 1e3 : letter === 'm' ? 1e6 : 1e9)));
+        if (letter) add(String(Number(value) * (LETTER_SCALE[letter] as number)));
       }
     }
   }
   for (const m of text.matchAll(ROMAN_RE)) {
-    context = unitAfter(text, (m.index as number) + m[0].length);
     // A numeral of a name (a war, a king, a sequel) compares with another such numeral only.
     context = 'roman';
     add(String(ROMAN[m[0].toLowerCase()]));
@@ -508,7 +512,10 @@ export function quantitiesOf(text: string): Map<string, Set<string>> {
   return out;
 }
 
-/** The word right after a quantity, glued or after spaces, lower-cased, without a plural "s". */
+/**
+ * What a quantity counts: the word right after it (glued, or past spaces or a hyphen), lower-cased,
+ * without a plural, one spelling for a few units (`UNIT_WORDS`); none for a word such as "in".
+ */
 function unitAfter(text: string, at: number): string {
   const m = /^[ \t-]*(%|\p{L}+)/u.exec(text.slice(at, at + 40));
   if (!m) return '';

@@ -37,7 +37,12 @@ export interface HitScorer {
  * with the very same vector (the same text stored again is no rival); none when there is no other.
  */
 export function runnerUpOf(neighbours: readonly Neighbour[], servedId: number, cosine: number): number | undefined {
-  return neighbours.find((n) => n.id !== servedId && Math.abs(n.cosine - cosine) > 1e-5)?.cosine;
+  return neighbours.find((n) => mayRival(n, servedId, cosine))?.cosine;
+}
+
+/** Whether a neighbour can be the runner-up of the served entry: another entry, another vector. */
+export function mayRival(n: Neighbour, servedId: number, cosine: number): boolean {
+  return n.id !== servedId && Math.abs(n.cosine - cosine) > 1e-5;
 }
 
 export function dot(a: Float32Array, b: Float32Array): number {

@@ -6,7 +6,7 @@ import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
-import { dot, type HitScorer, type Side } from './scorer.ts';
+import { dot, mayRival, type HitScorer, type Side } from './scorer.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
 import { Turns } from '../util/turns.ts';
@@ -334,7 +334,7 @@ export class CacheService {
     let runnerUp: number | undefined;
     for (let i = 0; i < neighbours.length && runnerUp === undefined; i++) {
       const n = neighbours[i] as Neighbour;
-      if (n.id === entry.id || Math.abs(n.cosine - cosine) <= 1e-5) continue;
+      if (!mayRival(n, entry.id, cosine)) continue;
       if (!entries.has(n.id)) await read(neighbours.slice(i, i + CANDIDATES));
       const e = entries.get(n.id) as Entry;
       if (e === MISSING || !differs(e)) runnerUp = n.cosine;
