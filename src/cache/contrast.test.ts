@@ -33,6 +33,9 @@ describe('contrastingWords', () => {
     assert.equal(contrast('How do I encrypt a file?', 'How does one decrypt files?'), 'encrypt/decrypt');
     assert.equal(contrast("what's on today's menu", "what's on tomorrow's menu"), 'today/tomorrow');
     assert.equal(contrast('Cheap flights on Mondays', 'cheap flights on Fridays'), 'monday/friday');
+    assert.equal(contrast('interview questions for a junior developer', 'interview questions for a senior developer'), 'junior/senior');
+    assert.equal(contrast('How far away is the Moon?', 'how far away is the sun'), 'moon/sun');
+    assert.equal(contrast('git: keep my local changes', 'git: discard my local changes'), 'keep/discard');
   });
 });
 
@@ -65,6 +68,8 @@ describe('swappedRoles', () => {
     assert.equal(swapped('weather in Paris in June', 'weather in June in Paris'), null);
     assert.equal(swapped('what is 7 times 8', 'what is 8 times 7'), null);
     assert.equal(swapped('How far is London from Paris?', 'How far is Paris from London?'), null);
+    assert.equal(swapped('how many km from Tokyo to Osaka', 'How many kilometres from Osaka to Tokyo?'), null);
+    assert.equal(swapped('how many km is 10 miles', 'how many miles is 10 km'), 'km is 10 mile');
     assert.equal(swapped('Is happy the opposite of sad?', 'Is sad the opposite of happy?'), null);
     assert.equal(swapped('swap x with y in python', 'swap y with x in python'), null);
     // The same conversion asked both ways; converting the other way is another request.

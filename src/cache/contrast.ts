@@ -117,6 +117,9 @@ const SETS: readonly (readonly string[])[][] = [
   [['morning'], ['afternoon'], ['evening', 'night', 'tonight']],
   [['summer'], ['winter'], ['spring'], ['autumn']],
   [['vegetarian'], ['vegan'], ['pescatarian']],
+  [['junior'], ['senior']],
+  [['keep'], ['discard']],
+  [['sun'], ['moon'], ['mercury'], ['venus'], ['mars'], ['jupiter'], ['saturn'], ['uranus'], ['neptune'], ['pluto']],
   [
     ['first', '1st'],
     ['second', '2nd'],
@@ -285,6 +288,9 @@ const COMPARISON = new Set(
   ).split(' '),
 );
 const HOW_MANY = new Set(['many', 'much']);
+/** Units of length as `spelling` reads them: "how many km from Tokyo to Osaka" asks a distance. */
+const LENGTHS = new Set(['km', 'mile', 'meter', 'foot', 'inch', 'yard', 'cm', 'mm']);
+const asksLength = (w: readonly string[]) => w.some((v, k) => v === 'how' && HOW_MANY.has(w[k + 1] as string) && LENGTHS.has(w[k + 2] as string));
 /** Words left out when looking for a swap: "an int to a string" / "a string to an int". */
 const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'your', 'our', 'his', 'her', 'their', 'its', 'this', 'that', 'some']);
 /** Steps of `swappedRoles` before it gives up (about 2 ms at most). */
@@ -318,7 +324,8 @@ function holds(x: readonly string[], p: readonly string[], m: readonly string[],
  * the words between only join the two ("X and Y", "X or Y", "X vs Y", "X with Y" unless something
  * is replaced or filled), when they are two phrases of one preposition ("in Paris in June"), or
  * when the request compares, measures a distance, adds or multiplies ("the difference between X
- * and Y", "how far is X from Y", "7 times 8"), where the order does not matter.
+ * and Y", "how far is X from Y", "how many km from X to Y", "7 times 8"), where the order does not
+ * matter.
  */
 export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
   // Spellings of one thing read as one: "10 miles to km" / "10 kilometres to miles".
@@ -361,6 +368,8 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
             if (nm === 1 && (x[i - 1] === m[0] || (n1 === 1 && n2 === 1 && !FUNCTION_WORDS.has(m[0] as string)))) continue;
             // "how many ml in 2 cups" / "2 cups in ml": the same conversion, asked both ways.
             if (nm === 1 && m[0] === 'in' && HOW_MANY.has(x[i - 1] as string) !== HOW_MANY.has(y[q - nm - n2 - 1] as string)) continue;
+            // "how many km from Tokyo to Osaka" / "… from Osaka to Tokyo": a distance, either way.
+            if (nm === 1 && m[0] === 'to' && x[i - 1] === 'from' && y[q - nm - n2 - 1] === 'from' && (asksLength(x) || asksLength(y))) continue;
             budget -= x.length + y.length;
             if (holds(x, s2, m, s1) || holds(y, s1, m, s2)) continue;
             return [...s1, ...m, ...s2].join(' ');
