@@ -3,7 +3,6 @@ import path from 'node:path';
 import type { AppContext } from './api/context.ts';
 import type { Config } from './config.ts';
 import { Pricing } from './cache/pricing.ts';
-import { CalibratedScorer, loadHitModel } from './cache/calibrated.ts';
 import { cosineScorer, type HitScorer } from './cache/scorer.ts';
 import { CacheService } from './cache/service.ts';
 import { UsageRecorder } from './cache/usage.ts';
@@ -94,9 +93,14 @@ export async function openEmbedder(config: Config): Promise<Embedder | null> {
   }
 }
 
-/** The calibrated model where it was trained for this embedder; raw cosine otherwise. */
-export function chooseScorer(config: Config, embedder: Embedder | null): HitScorer {
+/**
+ * The calibrated model where it was trained for this embedder; raw cosine otherwise. Loaded here,
+ * not with this module, so that commands without a cache (`reprise keys`) do not load it and its
+ * name lexicon.
+ */
+export async function chooseScorer(config: Config, embedder: Embedder | null): Promise<HitScorer> {
   if (config.scorer === 'cosine' || !embedder) return cosineScorer;
+  const { CalibratedScorer, loadHitModel } = await import('./cache/calibrated.ts');
   const model = loadHitModel();
   return model.embedderId === embedder.id ? new CalibratedScorer(model) : cosineScorer;
 }
@@ -140,7 +144,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     store,
     index,
     embedder,
-    scorer: opts.scorer ?? chooseScorer(config, embedder),
+    scorer: opts.scorer ?? (await chooseScorer(config, embedder)),
     pricing: new Pricing(config.prices, config.defaultPricePerMillion),
     usage,
     entryTtlSeconds: config.entryTtlSeconds,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { contrastingWords, differentQuantities, differentRequest, quantitiesOf, swappedRoles } from './contrast.ts';
+import { contrastingWords, differentQuantities, differentRequest, otherNames, quantitiesOf, swappedRoles } from './contrast.ts';
 import { analyse } from './features.ts';
 
 describe('contrastingWords', () => {
@@ -152,6 +152,29 @@ describe('quantities', () => {
   });
 });
 
+describe('otherNames', () => {
+  const names = (a: string, b: string) => otherNames(analyse(a), analyse(b));
+
+  test('another person or place of the same kind, in a text typed in lower case', () => {
+    assert.equal(names('how tall is lebron james', 'how tall is stephen curry'), 'james/stephen');
+    assert.equal(names('best restaurants in porto', 'best restaurants in lisbon'), 'porto/lisbon');
+    // One side in lower case is enough.
+    assert.equal(names('what did albert einstein discover', 'What did Isaac Newton discover?'), 'albert/isaac');
+  });
+
+  test('no difference: capitals, the same name, two names of one place, other kinds, common words', () => {
+    // With capitals the model reads the names itself.
+    assert.equal(names('What did Albert Einstein discover?', 'What did Isaac Newton discover?'), null);
+    assert.equal(names('how tall is lebron james', 'lebron james height'), null);
+    assert.equal(names('things to do in new york', 'things to do in nyc'), null);
+    assert.equal(names('population of america', 'population of the usa'), null);
+    // A person on one side and a place on the other are not two of a kind.
+    assert.equal(names('restaurants in lisbon', 'restaurants opened by james'), null);
+    // "mark" and "chase" are words of the tokenizer's vocabulary: common words as often as names.
+    assert.equal(names('mark the email as read', 'chase the email as read'), null);
+  });
+});
+
 describe('differentRequest', () => {
   test('is null for a rewording and names the difference otherwise', () => {
     const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
@@ -159,6 +182,7 @@ describe('differentRequest', () => {
     assert.equal(d('Sort ascending', 'sort descending'), 'ascending/descending');
     assert.equal(d('Convert 10 miles to km', 'Convert 10 km to miles'), 'mile to km');
     assert.equal(d('plan a 3 day trip to Rome', 'plan a 7 day trip to Rome'), '3/7');
+    assert.equal(d('plan a 3 day trip to rome', 'plan a 3 day trip to paris'), 'rome/paris');
     // The same words are the same request, however a number is grouped.
     assert.equal(d('Is 10,000 steps a day enough?', 'Is 10 000 steps a day enough?'), null);
   });

@@ -1,15 +1,84 @@
-import type { TextInfo } from './features.ts';
+import nlp from 'compromise/two';
+import { rarity, UNSEEN, type TextInfo } from './features.ts';
 
 /**
  * Why two requests that embed alike ask different things, or null: they name different things of
- * one kind (`contrastingWords`), swap two things around the same words (`swappedRoles`), or name
- * different quantities (`differentQuantities`). The hit decision's cheap checks that a vector and
- * a small model weigh too lightly: "sort ascending" / "sort descending" scored 0.99.
+ * one kind (`contrastingWords`), swap two things around the same words (`swappedRoles`), name
+ * different quantities (`differentQuantities`), or, typed in lower case, other people or places
+ * (`otherNames`). The hit decision's cheap checks that a vector and a small model weigh too
+ * lightly: "sort ascending" / "sort descending" scored 0.99.
  */
 export function differentRequest(a: TextInfo, b: TextInfo): string | null {
   // The same words: the same request ("10,000" and "10 000", "[1,2]" and "[1, 2]").
   if (a.normalised === b.normalised) return null;
-  return contrastingWords(a, b) ?? swappedRoles(a, b) ?? differentQuantities(a.quantities, b.quantities);
+  return contrastingWords(a, b) ?? swappedRoles(a, b) ?? differentQuantities(a.quantities, b.quantities) ?? otherNames(a, b);
+}
+
+/** The kinds of name of compromise's lexicon that `otherNames` compares, by its tags. */
+const NAME_KINDS: Record<string, string> = {
+  FirstName: 'person',
+  FemaleName: 'person',
+  MaleName: 'person',
+  LastName: 'person',
+  Person: 'person',
+  City: 'place',
+  Country: 'place',
+  Place: 'place',
+  Region: 'place',
+  Organization: 'organisation',
+  SportsTeam: 'team',
+};
+/** Two names of one place, read as the second. */
+const SAME_PLACE = new Map([
+  ['america', 'usa'],
+  ['nyc', 'york'],
+  ['peking', 'beijing'],
+  ['kiev', 'kyiv'],
+  ['burma', 'myanmar'],
+]);
+/** The one-word names of people, places, organisations and teams in compromise's lexicon, with their kind. */
+const NAMES: ReadonlyMap<string, string> = (() => {
+  const lexicon = (nlp.model() as { one: { lexicon: Record<string, string | string[]> } }).one.lexicon;
+  const names = new Map<string, string>();
+  for (const [word, tags] of Object.entries(lexicon)) {
+    if (!/^[a-z]{3,}$/.test(word)) continue;
+    const kind = (typeof tags === 'string' ? tags.split('|') : tags).map((t) => NAME_KINDS[t]).find((k) => k !== undefined);
+    if (kind !== undefined) names.set(word, kind);
+  }
+  return names;
+})();
+
+/**
+ * The names of a text with their kind. Words of the tokenizer's vocabulary are left out, as they
+ * are as often common words ("mark", "grant", "chase", "jersey").
+ */
+function namesOf(t: TextInfo): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const w of t.wordSet) {
+    const kind = NAMES.get(w);
+    if (kind !== undefined && rarity(w) >= UNSEEN) out.set(SAME_PLACE.get(w) ?? w, kind);
+  }
+  return out;
+}
+
+/**
+ * A person, place, organisation or team named only in one text where the other names another of
+ * the same kind, when one of them is typed all in lower case ("how tall is lebron james" / "how
+ * tall is stephen curry", "best restaurants in porto" / "in lisbon"): without capitals the model
+ * cannot tell such names from other words, and scored these 0.86–0.97. Texts with capitals are
+ * left to the model, which reads their names; there a gazetteer took right pairs from news
+ * sentences that name a person two ways.
+ */
+export function otherNames(a: TextInfo, b: TextInfo): string | null {
+  if (!a.lowerCase && !b.lowerCase) return null;
+  const x = namesOf(a);
+  if (x.size === 0) return null;
+  const y = namesOf(b);
+  for (const [name, kind] of x) {
+    if (y.has(name)) continue;
+    for (const [other, otherKind] of y) if (otherKind === kind && !x.has(other)) return `${name}/${other}`;
+  }
+  return null;
 }
 
 /**
@@ -290,7 +359,8 @@ const COMPARISON = new Set(
 const HOW_MANY = new Set(['many', 'much']);
 /** Units of length as `spelling` reads them: "how many km from Tokyo to Osaka" asks a distance. */
 const LENGTHS = new Set(['km', 'mile', 'meter', 'foot', 'inch', 'yard', 'cm', 'mm']);
-const asksLength = (w: readonly string[]) => w.some((v, k) => v === 'how' && HOW_MANY.has(w[k + 1] as string) && LENGTHS.has(w[k + 2] as string));
+const asksLength = (w: readonly string[]) =>
+  w.some((v, k) => v === 'how' && HOW_MANY.has(w[k + 1] as string) && LENGTHS.has(w[k + 2] as string));
 /** Words left out when looking for a swap: "an int to a string" / "a string to an int". */
 const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'your', 'our', 'his', 'her', 'their', 'its', 'this', 'that', 'some']);
 /** Steps of `swappedRoles` before it gives up (about 2 ms at most). */
@@ -369,7 +439,8 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
             // "how many ml in 2 cups" / "2 cups in ml": the same conversion, asked both ways.
             if (nm === 1 && m[0] === 'in' && HOW_MANY.has(x[i - 1] as string) !== HOW_MANY.has(y[q - nm - n2 - 1] as string)) continue;
             // "how many km from Tokyo to Osaka" / "… from Osaka to Tokyo": a distance, either way.
-            if (nm === 1 && m[0] === 'to' && x[i - 1] === 'from' && y[q - nm - n2 - 1] === 'from' && (asksLength(x) || asksLength(y))) continue;
+            if (nm === 1 && m[0] === 'to' && x[i - 1] === 'from' && y[q - nm - n2 - 1] === 'from' && (asksLength(x) || asksLength(y)))
+              continue;
             budget -= x.length + y.length;
             if (holds(x, s2, m, s1) || holds(y, s1, m, s2)) continue;
             return [...s1, ...m, ...s2].join(' ');

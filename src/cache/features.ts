@@ -72,7 +72,7 @@ const ANTONYMS: readonly [string, string][] = [
 ];
 
 /** Rarity of a word absent from the tokenizer's 8,000-piece vocabulary: names, jargon. */
-const UNSEEN = 13;
+export const UNSEEN = 13;
 let rarityTable: Map<string, number> | null = null;
 
 /**
@@ -138,6 +138,8 @@ export interface TextInfo {
   charTrigrams: Set<string>;
   /** Ends with a question mark. */
   question: boolean;
+  /** Has Latin letters and no capital letter of any script: typed all in lower case. */
+  lowerCase: boolean;
 }
 
 export function analyse(text: string): TextInfo {
@@ -171,7 +173,8 @@ export function analyse(text: string): TextInfo {
   }
   // Typed all in lower case, a text shows no names by their capitals ("how tall is lebron james"):
   // its words the tokenizer's vocabulary lacks stand in for them.
-  if (/[a-z]/.test(text) && !/\p{Lu}/u.test(text)) {
+  const lowerCase = /[a-z]/.test(text) && !/\p{Lu}/u.test(text);
+  if (lowerCase) {
     for (const w of words) if (/^[a-z]{2,}$/.test(w) && !STOP.has(w) && !inVocabulary(w)) names.add(w);
   }
   const normalised = words.join(' ');
@@ -195,6 +198,7 @@ export function analyse(text: string): TextInfo {
     bigrams,
     charTrigrams,
     question: /\?\s*$/.test(text),
+    lowerCase,
   };
 }
 
