@@ -54,7 +54,8 @@ const NAMES: ReadonlyMap<string, string> = (() => {
  */
 function namesOf(t: TextInfo): Map<string, string> {
   const out = new Map<string, string>();
-  for (const w of t.wordSet) {
+  for (const word of t.wordSet) {
+    const w = word.endsWith("'s") ? word.slice(0, -2) : word;
     const kind = NAMES.get(w);
     if (kind !== undefined && rarity(w) >= UNSEEN) out.set(SAME_PLACE.get(w) ?? w, kind);
   }
