@@ -93,14 +93,21 @@ export async function openEmbedder(config: Config): Promise<Embedder | null> {
   }
 }
 
+type CalibratedModule = typeof import('./cache/calibrated.ts');
+
 /**
- * The calibrated model where it was trained for this embedder; raw cosine otherwise. Loaded here,
- * not with this module, so that commands without a cache (`reprise keys`) do not load it and its
- * name lexicon.
+ * The calibrated scorer's module when the configuration asks for it. Loaded by the runtime, not
+ * with this module, so that commands without a cache (`reprise keys`) do not load it and its name
+ * lexicon.
  */
-export async function chooseScorer(config: Config, embedder: Embedder | null): Promise<HitScorer> {
-  if (config.scorer === 'cosine' || !embedder) return cosineScorer;
-  const { CalibratedScorer, loadHitModel } = await import('./cache/calibrated.ts');
+async function loadCalibrated(config: Config): Promise<CalibratedModule | null> {
+  return config.scorer === 'calibrated' ? import('./cache/calibrated.ts') : null;
+}
+
+/** The calibrated model where it was trained for this embedder; raw cosine otherwise. */
+export function chooseScorer(calibrated: CalibratedModule | null, embedder: Embedder | null): HitScorer {
+  if (!calibrated || !embedder) return cosineScorer;
+  const { CalibratedScorer, loadHitModel } = calibrated;
   const model = loadHitModel();
   return model.embedderId === embedder.id ? new CalibratedScorer(model) : cosineScorer;
 }
@@ -134,6 +141,8 @@ export interface RuntimeOptions {
 
 /** The composition root: picks every adapter from the configuration and wires them. */
 export async function createRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
+  // Before anything is opened: a failure to load it leaves nothing open.
+  const calibrated = opts.scorer ? null : await loadCalibrated(config);
   const store = await openStore(config);
   const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
   const limiter = openLimiter(config, opts.log);
@@ -144,7 +153,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     store,
     index,
     embedder,
-    scorer: opts.scorer ?? (await chooseScorer(config, embedder)),
+    scorer: opts.scorer ?? chooseScorer(calibrated, embedder),
     pricing: new Pricing(config.prices, config.defaultPricePerMillion),
     usage,
     entryTtlSeconds: config.entryTtlSeconds,

@@ -14,51 +14,109 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
   return contrastingWords(a, b) ?? swappedRoles(a, b) ?? differentQuantities(a.quantities, b.quantities) ?? otherNames(a, b);
 }
 
-/** The kinds of name of compromise's lexicon that `otherNames` compares, by its tags. */
-const NAME_KINDS: Record<string, string> = {
-  FirstName: 'person',
-  FemaleName: 'person',
-  MaleName: 'person',
-  LastName: 'person',
-  Person: 'person',
-  City: 'place',
-  Country: 'place',
-  Place: 'place',
-  Region: 'place',
-  Organization: 'organisation',
-  SportsTeam: 'team',
-};
-/** Two names of one place, read as the second. */
-const SAME_PLACE = new Map([
-  ['america', 'usa'],
-  ['nyc', 'york'],
-  ['peking', 'beijing'],
-  ['kiev', 'kyiv'],
-  ['burma', 'myanmar'],
+type NameKind = 'person' | 'country' | 'city' | 'organisation' | 'team';
+/**
+ * The kinds of name of compromise's lexicon that `otherNames` compares, by its tags. A city and
+ * its country are of two kinds ("a visa for paris" / "a visa for france" ask the same).
+ */
+const NAME_KINDS = new Map<string, NameKind>([
+  ['FirstName', 'person'],
+  ['FemaleName', 'person'],
+  ['MaleName', 'person'],
+  ['LastName', 'person'],
+  ['Person', 'person'],
+  ['Country', 'country'],
+  ['Region', 'country'],
+  ['City', 'city'],
+  ['Place', 'city'],
+  ['Organization', 'organisation'],
+  ['SportsTeam', 'team'],
 ]);
-/** The one-word names of people, places, organisations and teams in compromise's lexicon, with their kind. */
-const NAMES: ReadonlyMap<string, string> = (() => {
+/** Two names of one person or place, read as the second. */
+const SAME_NAME = new Map(
+  [
+    // Short forms of first names: "mike tyson" / "michael tyson".
+    ['michael', 'mike', 'mikey'],
+    ['thomas', 'tom', 'tommy'],
+    ['joseph', 'joe', 'joey'],
+    ['james', 'jim', 'jimmy', 'jamie'],
+    ['john', 'jon', 'johnny', 'jack'],
+    ['robert', 'rob', 'robbie', 'bob', 'bobby'],
+    ['william', 'will', 'willy', 'bill', 'billy', 'liam'],
+    ['richard', 'rick', 'ricky', 'dick'],
+    ['david', 'dave'],
+    ['daniel', 'dan', 'danny'],
+    ['christopher', 'chris'],
+    ['matthew', 'matt'],
+    ['nicholas', 'nick', 'nicolas'],
+    ['anthony', 'tony'],
+    ['stephen', 'steven', 'steve'],
+    ['benjamin', 'ben'],
+    ['samuel', 'sam'],
+    ['alexander', 'alex'],
+    ['andrew', 'andy', 'drew'],
+    ['edward', 'ed', 'eddie', 'ted'],
+    ['timothy', 'tim'],
+    ['ronald', 'ron'],
+    ['donald', 'don'],
+    ['patrick', 'pat'],
+    ['jeffrey', 'jeff', 'jeffery'],
+    ['joshua', 'josh'],
+    ['catherine', 'katherine', 'kathryn', 'kate', 'katie', 'cathy', 'kathy'],
+    ['elizabeth', 'liz', 'lizzie', 'beth', 'betty'],
+    ['margaret', 'maggie', 'meg', 'peggy'],
+    ['jennifer', 'jen', 'jenny'],
+    ['susan', 'sue', 'suzy'],
+    ['rebecca', 'becky'],
+    ['jessica', 'jess'],
+    // Places of two names or spellings.
+    ['usa', 'america'],
+    ['nyc', 'york'],
+    ['beijing', 'peking'],
+    ['kyiv', 'kiev'],
+    ['myanmar', 'burma'],
+    ['bengaluru', 'bangalore'],
+    ['macau', 'macao'],
+    ['gujarat', 'gujrat'],
+    ['chattogram', 'chittagong'],
+  ].flatMap(([first, ...others]) => (others as string[]).map((o) => [o, first as string] as const)),
+);
+/** Words before "america" that make it a continent, not the USA. */
+const CONTINENT = new Set(['south', 'north', 'latin', 'central']);
+/**
+ * The one-word names of people, places, organisations and teams in compromise's lexicon, with their
+ * kind. Left out: places of five letters or fewer that are not cities, countries or regions, which
+ * there are airport codes and abbreviations ("ist", "lhr", "calif", "penn"); "york" is read with the
+ * word before it.
+ */
+const NAMES: ReadonlyMap<string, NameKind> = (() => {
   const lexicon = (nlp.model() as { one: { lexicon: Record<string, string | string[]> } }).one.lexicon;
-  const names = new Map<string, string>();
+  const names = new Map<string, NameKind>();
   for (const [word, tags] of Object.entries(lexicon)) {
     if (!/^[a-z]{3,}$/.test(word)) continue;
-    const kind = (typeof tags === 'string' ? tags.split('|') : tags).map((t) => NAME_KINDS[t]).find((k) => k !== undefined);
-    if (kind !== undefined) names.set(word, kind);
+    const list = typeof tags === 'string' ? [tags] : tags;
+    const tag = list.find((t) => NAME_KINDS.has(t));
+    if (tag === undefined || (tag === 'Place' && word.length <= 5 && word !== 'york')) continue;
+    names.set(word, NAME_KINDS.get(tag) as NameKind);
   }
   return names;
 })();
 
 /**
- * The names of a text with their kind. Words of the tokenizer's vocabulary are left out, as they
- * are as often common words ("mark", "grant", "chase", "jersey").
+ * The names of a text with their kind, each under one spelling. Words of the tokenizer's vocabulary
+ * are left out, as they are as often common words ("mark", "grant", "chase", "jersey").
  */
-function namesOf(t: TextInfo): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const word of t.wordSet) {
+function namesOf(t: TextInfo): Map<string, NameKind> {
+  const out = new Map<string, NameKind>();
+  t.words.forEach((word, i) => {
     const w = word.endsWith("'s") ? word.slice(0, -2) : word;
     const kind = NAMES.get(w);
-    if (kind !== undefined && rarity(w) >= UNSEEN) out.set(SAME_PLACE.get(w) ?? w, kind);
-  }
+    if (kind === undefined || rarity(w) < UNSEEN) return;
+    const before = t.words[i - 1];
+    if (w === 'york' && before !== 'new') out.set(w, kind);
+    else if (w === 'america' && before !== undefined && CONTINENT.has(before)) out.set(`${before} ${w}`, kind);
+    else out.set(SAME_NAME.get(w) ?? w, kind);
+  });
   return out;
 }
 
@@ -75,9 +133,12 @@ export function otherNames(a: TextInfo, b: TextInfo): string | null {
   const x = namesOf(a);
   if (x.size === 0) return null;
   const y = namesOf(b);
+  // The first name of each kind that only the second text has: one pass over each.
+  const onlyB = new Map<NameKind, string>();
+  for (const [name, kind] of y) if (!x.has(name) && !onlyB.has(kind)) onlyB.set(kind, name);
   for (const [name, kind] of x) {
-    if (y.has(name)) continue;
-    for (const [other, otherKind] of y) if (otherKind === kind && !x.has(other)) return `${name}/${other}`;
+    const other = onlyB.get(kind);
+    if (other !== undefined && !y.has(name)) return `${name}/${other}`;
   }
   return null;
 }
@@ -188,8 +249,7 @@ const SETS: readonly (readonly string[])[][] = [
   [['summer'], ['winter'], ['spring'], ['autumn']],
   [['vegetarian'], ['vegan'], ['pescatarian']],
   [['junior'], ['senior']],
-  [['keep'], ['discard']],
-  [['sun'], ['moon'], ['mercury'], ['venus'], ['mars'], ['jupiter'], ['saturn'], ['uranus'], ['neptune'], ['pluto']],
+  [['sun'], ['moon'], ['earth'], ['mercury'], ['venus'], ['mars'], ['jupiter'], ['saturn'], ['uranus'], ['neptune'], ['pluto']],
   [
     ['first', '1st'],
     ['second', '2nd'],
@@ -358,10 +418,13 @@ const COMPARISON = new Set(
   ).split(' '),
 );
 const HOW_MANY = new Set(['many', 'much']);
-/** Units of length as `spelling` reads them: "how many km from Tokyo to Osaka" asks a distance. */
-const LENGTHS = new Set(['km', 'mile', 'meter', 'foot', 'inch', 'yard', 'cm', 'mm']);
-const asksLength = (w: readonly string[]) =>
-  w.some((v, k) => v === 'how' && HOW_MANY.has(w[k + 1] as string) && LENGTHS.has(w[k + 2] as string));
+/**
+ * What "how many" can measure between two places, either way: units of length as `spelling` reads
+ * them, and of travel ("how many km from Tokyo to Osaka", "how many hours from Tokyo to Osaka").
+ */
+const MEASURES = new Set(['km', 'mile', 'meter', 'foot', 'inch', 'yard', 'cm', 'mm', 'hour', 'minute', 'day', 'step', 'stop']);
+const asksMeasure = (w: readonly string[]) =>
+  w.some((v, k) => v === 'how' && HOW_MANY.has(w[k + 1] as string) && MEASURES.has((w[k + 2] ?? '').replace(/s$/, '')));
 /** Words left out when looking for a swap: "an int to a string" / "a string to an int". */
 const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'your', 'our', 'his', 'her', 'their', 'its', 'this', 'that', 'some']);
 /** Steps of `swappedRoles` before it gives up (about 2 ms at most). */
@@ -440,7 +503,7 @@ export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
             // "how many ml in 2 cups" / "2 cups in ml": the same conversion, asked both ways.
             if (nm === 1 && m[0] === 'in' && HOW_MANY.has(x[i - 1] as string) !== HOW_MANY.has(y[q - nm - n2 - 1] as string)) continue;
             // "how many km from Tokyo to Osaka" / "… from Osaka to Tokyo": a distance, either way.
-            if (nm === 1 && m[0] === 'to' && x[i - 1] === 'from' && y[q - nm - n2 - 1] === 'from' && (asksLength(x) || asksLength(y)))
+            if (nm === 1 && m[0] === 'to' && x[i - 1] === 'from' && y[q - nm - n2 - 1] === 'from' && (asksMeasure(x) || asksMeasure(y)))
               continue;
             budget -= x.length + y.length;
             if (holds(x, s2, m, s1) || holds(y, s1, m, s2)) continue;
