@@ -70,8 +70,9 @@ const SAME_NAME = new Map(
     ['rebecca', 'becky'],
     ['jessica', 'jess'],
     // Places of two names or spellings.
-    ['usa', 'america'],
-    ['nyc', 'york'],
+    ['usa', 'america', 'united states'],
+    ['united kingdom', 'great britain'],
+    ['nyc', 'new york'],
     ['beijing', 'peking'],
     ['kyiv', 'kiev'],
     ['myanmar', 'burma'],
@@ -83,38 +84,53 @@ const SAME_NAME = new Map(
 );
 /** Words before "america" that make it a continent, not the USA. */
 const CONTINENT = new Set(['south', 'north', 'latin', 'central']);
+/** Names of up to this many words are read. */
+const NAME_WORDS = 4;
 /**
- * The one-word names of people, places, organisations and teams in compromise's lexicon, with their
- * kind. Left out: places of five letters or fewer that are not cities, countries or regions, which
- * there are airport codes and abbreviations ("ist", "lhr", "calif", "penn"); "york" is read with the
- * word before it.
+ * The names of people, places, organisations and teams in compromise's lexicon, one word or more
+ * ("los angeles", "bill gates"), with their kind; and the first words of the longer ones. Left out:
+ * places of five letters or fewer that are not cities, countries or regions, which there are
+ * airport codes and abbreviations ("ist", "lhr", "calif", "penn").
  */
-const NAMES: ReadonlyMap<string, NameKind> = (() => {
+const { NAMES, NAME_STARTS } = (() => {
   const lexicon = (nlp.model() as { one: { lexicon: Record<string, string | string[]> } }).one.lexicon;
   const names = new Map<string, NameKind>();
-  for (const [word, tags] of Object.entries(lexicon)) {
-    if (!/^[a-z]{3,}$/.test(word)) continue;
+  const starts = new Set<string>();
+  for (const [name, tags] of Object.entries(lexicon)) {
+    const words = name.split(' ');
+    if (words.length > NAME_WORDS || !words.every((w) => /^[a-z]+$/.test(w)) || name.length < 3) continue;
     const list = typeof tags === 'string' ? [tags] : tags;
     const tag = list.find((t) => NAME_KINDS.has(t));
-    if (tag === undefined || (tag === 'Place' && word.length <= 5 && word !== 'york')) continue;
-    names.set(word, NAME_KINDS.get(tag) as NameKind);
+    if (tag === undefined || (tag === 'Place' && name.length <= 5 && name !== 'york')) continue;
+    names.set(name, NAME_KINDS.get(tag) as NameKind);
+    if (words.length > 1) starts.add(words[0] as string);
   }
-  return names;
+  return { NAMES: names as ReadonlyMap<string, NameKind>, NAME_STARTS: starts as ReadonlySet<string> };
 })();
 
 /**
- * The names of a text with their kind, each under one spelling. Words of the tokenizer's vocabulary
- * are left out, as they are as often common words ("mark", "grant", "chase", "jersey").
+ * The names of a text with their kind, each under one spelling: a name of several words and the
+ * names among its words ("barack obama" and "obama"). One-word names that are whole pieces of the
+ * tokenizer's vocabulary are left out, as they are as often common words ("mark", "grant",
+ * "chase", "jersey").
  */
 function namesOf(t: TextInfo): Map<string, NameKind> {
   const out = new Map<string, NameKind>();
-  t.words.forEach((word, i) => {
-    const w = word.endsWith("'s") ? word.slice(0, -2) : word;
+  const words = t.words.map((w) => (w.endsWith("'s") ? w.slice(0, -2) : w));
+  words.forEach((w, i) => {
+    if (NAME_STARTS.has(w)) {
+      for (let n = NAME_WORDS; n > 1; n--) {
+        const name = words.slice(i, i + n).join(' ');
+        const kind = NAMES.get(name);
+        if (kind !== undefined) out.set(SAME_NAME.get(name) ?? name, kind);
+      }
+    }
     const kind = NAMES.get(w);
     if (kind === undefined || rarity(w) < UNSEEN) return;
-    const before = t.words[i - 1];
-    if (w === 'york' && before !== 'new') out.set(w, kind);
-    else if (w === 'america' && before !== undefined && CONTINENT.has(before)) out.set(`${before} ${w}`, kind);
+    const before = words[i - 1];
+    // "new york" is read whole; "york" alone is the English city.
+    if (w === 'york' && before === 'new') return;
+    if (w === 'america' && before !== undefined && CONTINENT.has(before)) out.set(`${before} ${w}`, kind);
     else out.set(SAME_NAME.get(w) ?? w, kind);
   });
   return out;
