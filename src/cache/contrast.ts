@@ -42,7 +42,7 @@ const SAME_NAME = new Map(
     ['james', 'jim', 'jimmy', 'jamie'],
     ['john', 'jon', 'johnny', 'jack'],
     ['robert', 'rob', 'robbie', 'bob', 'bobby'],
-    ['william', 'will', 'willy', 'bill', 'billy', 'liam'],
+    ['william', 'will', 'willy', 'bill', 'billy'],
     ['richard', 'rick', 'ricky', 'dick'],
     ['david', 'dave'],
     ['daniel', 'dan', 'danny'],
