@@ -226,8 +226,8 @@ describe('POST /api/v1/check', () => {
     }
   });
 
-  test('a request naming another thing of one kind, swapping two things or naming other quantities is a miss; a farther entry asking the same is served', async () => {
-    // The query is nearer the first entry (cosine 0.93–0.98) than the second (0.52–0.91).
+  test('a request naming another thing of one kind, swapping two things, naming other quantities or another person is a miss; a farther entry asking the same is served', async () => {
+    // The query is nearer the first entry (cosine 0.83–0.98) than the second (0.52–0.91).
     for (const [other, same, query] of [
       [
         'How do I sort a list in ascending order in Python?',
@@ -236,6 +236,8 @@ describe('POST /api/v1/check', () => {
       ],
       ['Convert 10 miles to km', 'How many miles are 10 kilometres?', 'Convert 10 km to miles'],
       ['Give me a lasagna recipe for 2 people', 'I need lasagna for a party of 20: recipe?', 'Give me a lasagna recipe for 20 people'],
+      // Typed in lower case: another person.
+      ['how tall is lebron james', 'stephen curry height in feet and inches', 'how tall is stephen curry'],
     ] as const) {
       const namespace = `contrast-${Math.random()}`;
       const check = { messages: [user(query)], namespace, similarity_threshold: 0 };
