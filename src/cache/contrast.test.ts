@@ -36,6 +36,10 @@ describe('contrastingWords', () => {
     assert.equal(contrast('interview questions for a junior developer', 'interview questions for a senior developer'), 'junior/senior');
     assert.equal(contrast('How far away is the Moon?', 'how far away is the sun'), 'moon/sun');
     assert.equal(contrast('what is gravity like on the moon', 'what is gravity like on earth'), 'moon/earth');
+    assert.equal(
+      contrast('Explain the French Revolution.\nwhat were its causes', 'Tell me about the French Revolution.\nwhat were its consequences'),
+      'cause/effect',
+    );
   });
 });
 

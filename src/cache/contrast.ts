@@ -265,6 +265,10 @@ const SETS: readonly (readonly string[])[][] = [
   [['summer'], ['winter'], ['spring'], ['autumn']],
   [['vegetarian'], ['vegan'], ['pescatarian']],
   [['junior'], ['senior']],
+  [
+    ['cause', 'reason'],
+    ['effect', 'consequence'],
+  ],
   [['sun'], ['moon'], ['earth'], ['mercury'], ['venus'], ['mars'], ['jupiter'], ['saturn'], ['uranus'], ['neptune'], ['pluto']],
   [
     ['first', '1st'],
