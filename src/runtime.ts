@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { AppContext } from './api/context.ts';
 import type { Config } from './config.ts';
 import { Pricing } from './cache/pricing.ts';
+import type { HitModel } from './cache/calibrated.ts';
 import { cosineScorer, type HitScorer } from './cache/scorer.ts';
 import { CacheService } from './cache/service.ts';
 import { UsageRecorder } from './cache/usage.ts';
@@ -93,23 +94,24 @@ export async function openEmbedder(config: Config): Promise<Embedder | null> {
   }
 }
 
-type CalibratedModule = typeof import('./cache/calibrated.ts');
+/** The calibrated model with what scores by it, or null for raw cosine. */
+type Calibrated = { model: HitModel; scorer: (model: HitModel) => HitScorer } | null;
 
 /**
- * The calibrated scorer's module when the configuration asks for it. Loaded by the runtime, not
- * with this module, so that commands without a cache (`reprise keys`) do not load it and its name
- * lexicon.
+ * The calibrated model and its scorer's module, when the configuration asks for them and there is
+ * an embedder to score with. Loaded here, not with this module, so that commands without a cache
+ * (`reprise keys`) do not load them and the scorer's name lexicon.
  */
-async function loadCalibrated(config: Config): Promise<CalibratedModule | null> {
-  return config.scorer === 'calibrated' ? import('./cache/calibrated.ts') : null;
+async function loadCalibrated(config: Config, withEmbedder: boolean): Promise<Calibrated> {
+  if (config.scorer !== 'calibrated' || !withEmbedder) return null;
+  const { CalibratedScorer, loadHitModel } = await import('./cache/calibrated.ts');
+  return { model: loadHitModel(), scorer: (model) => new CalibratedScorer(model) };
 }
 
 /** The calibrated model where it was trained for this embedder; raw cosine otherwise. */
-export function chooseScorer(calibrated: CalibratedModule | null, embedder: Embedder | null): HitScorer {
+export function chooseScorer(calibrated: Calibrated, embedder: Embedder | null): HitScorer {
   if (!calibrated || !embedder) return cosineScorer;
-  const { CalibratedScorer, loadHitModel } = calibrated;
-  const model = loadHitModel();
-  return model.embedderId === embedder.id ? new CalibratedScorer(model) : cosineScorer;
+  return calibrated.model.embedderId === embedder.id ? calibrated.scorer(calibrated.model) : cosineScorer;
 }
 
 export interface Runtime {
@@ -141,8 +143,9 @@ export interface RuntimeOptions {
 
 /** The composition root: picks every adapter from the configuration and wires them. */
 export async function createRuntime(config: Config, opts: RuntimeOptions = {}): Promise<Runtime> {
-  // Before anything is opened: a failure to load it leaves nothing open.
-  const calibrated = opts.scorer ? null : await loadCalibrated(config);
+  // Before anything is opened, so that a model that cannot be read leaves nothing open.
+  const withEmbedder = opts.embedder !== undefined ? opts.embedder !== null : config.embedder.kind !== 'none';
+  const calibrated = opts.scorer ? null : await loadCalibrated(config, withEmbedder);
   const store = await openStore(config);
   const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
   const limiter = openLimiter(config, opts.log);
