@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { AppContext } from './api/context.ts';
 import type { Config } from './config.ts';
 import { Pricing } from './cache/pricing.ts';
-import type { HitModel } from './cache/calibrated.ts';
+import type { CalibratedScorer, HitModel } from './cache/calibrated.ts';
 import { cosineScorer, type HitScorer } from './cache/scorer.ts';
 import { CacheService } from './cache/service.ts';
 import { UsageRecorder } from './cache/usage.ts';
@@ -94,8 +94,8 @@ export async function openEmbedder(config: Config): Promise<Embedder | null> {
   }
 }
 
-/** The calibrated model with what scores by it, or null for raw cosine. */
-type Calibrated = { model: HitModel; scorer: (model: HitModel) => HitScorer } | null;
+/** The calibrated model and its scorer's class, or null for raw cosine. */
+type Calibrated = { model: HitModel; Scorer: typeof CalibratedScorer } | null;
 
 /**
  * The calibrated model and its scorer's module, when the configuration asks for them and there is
@@ -104,14 +104,14 @@ type Calibrated = { model: HitModel; scorer: (model: HitModel) => HitScorer } | 
  */
 async function loadCalibrated(config: Config, withEmbedder: boolean): Promise<Calibrated> {
   if (config.scorer !== 'calibrated' || !withEmbedder) return null;
-  const { CalibratedScorer, loadHitModel } = await import('./cache/calibrated.ts');
-  return { model: loadHitModel(), scorer: (model) => new CalibratedScorer(model) };
+  const { CalibratedScorer: Scorer, loadHitModel } = await import('./cache/calibrated.ts');
+  return { model: loadHitModel(), Scorer };
 }
 
 /** The calibrated model where it was trained for this embedder; raw cosine otherwise. */
 export function chooseScorer(calibrated: Calibrated, embedder: Embedder | null): HitScorer {
   if (!calibrated || !embedder) return cosineScorer;
-  return calibrated.model.embedderId === embedder.id ? calibrated.scorer(calibrated.model) : cosineScorer;
+  return calibrated.model.embedderId === embedder.id ? new calibrated.Scorer(calibrated.model) : cosineScorer;
 }
 
 export interface Runtime {

@@ -6,6 +6,8 @@ import type { HitScorer, Side } from './scorer.ts';
 
 /** Texts up to this length have their analysis remembered, and are checked by `differs`. */
 const MEMO_CHARS = 2048;
+/** What a stored text is remembered by: its text within its scope (an account's texts are its own). */
+const memoKey = (text: string, scope: string | undefined): string => (scope === undefined ? text : `${scope}\u0000${text}`);
 
 /** One network: ReLU hidden layers, one output logit, and a linear path from the hand-made features. */
 export interface HitNet {
@@ -214,7 +216,7 @@ export class CalibratedScorer implements HitScorer {
   }
 
   private analyse(text: string, scope: string | undefined): TextInfo {
-    const key = scope === undefined ? text : `${scope}\u0000${text}`;
+    const key = memoKey(text, scope);
     let i = this.info.get(key);
     if (!i) {
       i = analyse(text);
@@ -245,13 +247,27 @@ export class CalibratedScorer implements HitScorer {
   }
 
   /**
+   * What `differs` found for a query's candidates, kept with its `Side` like its analysis: a check
+   * asks it of the entry it serves, and `score` asks it again.
+   */
+  private readonly differences = new WeakMap<Side, Map<string, string | null>>();
+
+  /**
    * Why the candidate is another request (`differentRequest`), or null. Texts over 2,048 characters
    * (a document, pasted code) are not checked here: reading each candidate's would cost
    * milliseconds, and what differs around a long shared passage is scored alone (`around`).
    */
   differs(query: Side, candidate: Side): string | null {
     if (query.text.length > MEMO_CHARS || candidate.text.length > MEMO_CHARS) return null;
-    return differentRequest(this.analyseQuery(query), this.analyse(candidate.text, candidate.scope));
+    let found = this.differences.get(query);
+    if (!found) this.differences.set(query, (found = new Map()));
+    const key = memoKey(candidate.text, candidate.scope);
+    let why = found.get(key);
+    if (why === undefined) {
+      why = differentRequest(this.analyseQuery(query), this.analyse(candidate.text, candidate.scope));
+      found.set(key, why);
+    }
+    return why;
   }
 
   score(query: Side, candidate: Side, cosine: number, runnerUp?: number): number {

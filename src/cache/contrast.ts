@@ -127,33 +127,29 @@ function spellingAt(words: readonly string[], i: number): string {
  * The names of a text with their kind, each under one spelling: a name of several words and the
  * names among its words ("barack obama" and "obama"). One-word names that are whole pieces of the
  * tokenizer's vocabulary are left out, as they are as often common words ("mark", "grant",
- * "chase", "jersey").
+ * "chase", "jersey"). With them, in one pass, the text's words under one spelling and its names:
+ * where another text's names are looked for.
  */
-function namesOf(t: TextInfo): Map<string, NameKind> {
-  const out = new Map<string, NameKind>();
+function namesOf(t: TextInfo): { names: Map<string, NameKind>; words: Set<string> } {
+  const names = new Map<string, NameKind>();
+  const spelt = new Set<string>();
   const words = t.words.map(bare);
   words.forEach((w, i) => {
+    spelt.add(spellingAt(words, i));
     if (NAME_STARTS.has(w)) {
       for (let n = NAME_WORDS; n > 1; n--) {
         const name = words.slice(i, i + n).join(' ');
         const kind = NAMES.get(name);
-        if (kind !== undefined) out.set(SAME_NAME.get(name) ?? name, kind);
+        if (kind !== undefined) names.set(SAME_NAME.get(name) ?? name, kind);
       }
     }
     const kind = NAMES.get(w);
     if (kind === undefined || rarity(w) < UNSEEN) return;
     // "new york" is read whole; "york" alone is the English city.
-    if (w !== 'york' || words[i - 1] !== 'new') out.set(spellingAt(words, i), kind);
+    if (w !== 'york' || words[i - 1] !== 'new') names.set(spellingAt(words, i), kind);
   });
-  return out;
-}
-
-/** The words of a text, each under one spelling, with its names: where another text's names are looked for. */
-function wordsOf(t: TextInfo, names: Map<string, NameKind>): Set<string> {
-  const out = new Set<string>(names.keys());
-  const words = t.words.map(bare);
-  for (let i = 0; i < words.length; i++) out.add(spellingAt(words, i));
-  return out;
+  for (const name of names.keys()) spelt.add(name);
+  return { names, words: spelt };
 }
 
 /**
@@ -173,11 +169,9 @@ const named = (name: string, words: Set<string>): boolean =>
  */
 export function otherNames(a: TextInfo, b: TextInfo): string | null {
   if (!a.lowerCase && !b.lowerCase) return null;
-  const x = namesOf(a);
+  const { names: x, words: xWords } = namesOf(a);
   if (x.size === 0) return null;
-  const y = namesOf(b);
-  const xWords = wordsOf(a, x);
-  const yWords = wordsOf(b, y);
+  const { names: y, words: yWords } = namesOf(b);
   // The first name of each kind that only the second text has: one pass over each.
   const onlyB = new Map<NameKind, string>();
   for (const [name, kind] of y) if (!onlyB.has(kind) && !named(name, xWords)) onlyB.set(kind, name);
