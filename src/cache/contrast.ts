@@ -398,15 +398,15 @@ const NOT_INFLECTED = new Set(['mind', 'mining', 'mins', 'seconds']);
 function member(word: string): { set: number; member: number }[] | undefined {
   const direct = MEMBERS.get(word);
   if (direct || NOT_INFLECTED.has(word)) return direct;
-  const bare = word.endsWith("'s") ? word.slice(0, -2) : word;
+  const w = bare(word);
   for (const form of [
-    bare,
-    bare.replace(/s$/, ''),
-    bare.replace(/es$/, ''),
-    bare.replace(/ed$/, ''),
-    bare.replace(/d$/, ''),
-    bare.replace(/ing$/, ''),
-    bare.replace(/ing$/, 'e'),
+    w,
+    w.replace(/s$/, ''),
+    w.replace(/es$/, ''),
+    w.replace(/ed$/, ''),
+    w.replace(/d$/, ''),
+    w.replace(/ing$/, ''),
+    w.replace(/ing$/, 'e'),
   ]) {
     const hit = form.length > 1 ? MEMBERS.get(form) : undefined;
     if (hit) return hit;
