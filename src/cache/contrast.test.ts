@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { contrastingWords, differentQuantities, differentRequest, otherNames, quantitiesOf, swappedRoles } from './contrast.ts';
+import {
+  contrastingWords,
+  differentQuantities,
+  differentRequest,
+  otherNames,
+  quantitiesOf,
+  replacedWord,
+  swappedRoles,
+} from './contrast.ts';
 import { analyse } from './features.ts';
 
 describe('contrastingWords', () => {
@@ -202,6 +210,34 @@ describe('otherNames', () => {
   });
 });
 
+describe('replacedWord', () => {
+  const replaced = (a: string, b: string) => replacedWord(analyse(a), analyse(b));
+
+  test('the same words but for one of a pair of words with other senses, in the same place', () => {
+    assert.equal(replaced('How do I turn on Bluetooth on Windows 11?', 'how do i turn off bluetooth on windows 11'), 'on/off');
+    assert.equal(replaced('how to zoom in on a mac', 'how to zoom out on a mac'), 'in/out');
+    assert.equal(replaced('Which countries drive on the left?', 'Which countries drive on the right?'), 'left/right');
+    assert.equal(replaced('sort a dictionary by value in python', 'sort a dictionary by key in python'), 'value/key');
+    assert.equal(replaced('convert a list to a string in python', 'convert a list to a set in python'), 'string/set');
+    assert.equal(replaced('check if a number is even', 'check if a number is odd'), 'even/odd');
+    assert.equal(replaced('how to add a column in pandas', 'how to drop a column in pandas'), 'add/drop');
+    // Function words that differ beside it do not hide it.
+    assert.equal(replaced('how to sign in to gmail', 'how to sign out of gmail'), 'in/out');
+  });
+
+  test('no difference: words of one thing, other words that differ, other lengths, phrases that say the same', () => {
+    assert.equal(replaced('how to add an item to a list', 'how to append an item to a list'), null);
+    assert.equal(replaced('average of a list in python', 'mean of a list in python'), null);
+    assert.equal(replaced('fill in the visa form', 'fill out the visa form'), null);
+    assert.equal(replaced('a story based on real events', 'a story based off real events'), null);
+    // "right" also means correct: only a word in the same place, with the rest the same, counts.
+    assert.equal(replaced('is this the right way to turn left', 'is this the correct way to turn left'), null);
+    assert.equal(replaced('what time is it right now', 'what time is it now'), null);
+    assert.equal(replaced('how to turn on wifi', 'how to switch on the wifi on my phone'), null);
+    assert.equal(replaced('scroll up in tmux', 'scroll up in vim'), null);
+  });
+});
+
 describe('differentRequest', () => {
   test('is null for a rewording and names the difference otherwise', () => {
     const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
@@ -210,6 +246,7 @@ describe('differentRequest', () => {
     assert.equal(d('Convert 10 miles to km', 'Convert 10 km to miles'), 'mile to km');
     assert.equal(d('plan a 3 day trip to Rome', 'plan a 7 day trip to Rome'), '3/7');
     assert.equal(d('plan a 3 day trip to rome', 'plan a 3 day trip to paris'), 'rome/paris');
+    assert.equal(d('how to zoom in on a mac', 'how to zoom out on a mac'), 'in/out');
     // The same words are the same request, however a number is grouped.
     assert.equal(d('Is 10,000 steps a day enough?', 'Is 10 000 steps a day enough?'), null);
   });

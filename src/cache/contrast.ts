@@ -4,14 +4,21 @@ import { rarity, UNSEEN, type TextInfo } from './features.ts';
 /**
  * Why two requests that embed alike ask different things, or null: they name different things of
  * one kind (`contrastingWords`), swap two things around the same words (`swappedRoles`), name
- * different quantities (`differentQuantities`), or, typed in lower case, other people or places
- * (`otherNames`). The hit decision's cheap checks that a vector and a small model weigh too
+ * different quantities (`differentQuantities`), typed in lower case, other people or places
+ * (`otherNames`), or are the same words but for one of a pair too common in other senses for the
+ * sets (`replacedWord`: "turn on" / "turn off", "drive on the left" / "on the right"). The hit decision's cheap checks that a vector and a small model weigh too
  * lightly: "sort ascending" / "sort descending" scored 0.99.
  */
 export function differentRequest(a: TextInfo, b: TextInfo): string | null {
   // The same words: the same request ("10,000" and "10 000", "[1,2]" and "[1, 2]").
   if (a.normalised === b.normalised) return null;
-  return contrastingWords(a, b) ?? swappedRoles(a, b) ?? differentQuantities(a.quantities, b.quantities) ?? otherNames(a, b);
+  return (
+    contrastingWords(a, b) ??
+    swappedRoles(a, b) ??
+    differentQuantities(a.quantities, b.quantities) ??
+    otherNames(a, b) ??
+    replacedWord(a, b)
+  );
 }
 
 type NameKind = 'person' | 'place' | 'organisation' | 'team';
@@ -773,4 +780,121 @@ export function differentQuantities(a: Map<string, Set<string>>, b: Map<string, 
     }
   }
   return null;
+}
+
+/**
+ * Things of one kind named by words that a request as often uses in other senses ("right now",
+ * "set a variable", "even if", "turn up"), so they are in no set of `contrastingWords` and count
+ * only as the one word two requests differ in.
+ */
+const REPLACED: readonly (readonly string[])[][] = [
+  [['left'], ['right']],
+  [['up'], ['down']],
+  [
+    ['in', 'into'],
+    ['out', 'outof'],
+  ],
+  [['on'], ['off']],
+  [['even'], ['odd']],
+  [
+    ['open', 'opening'],
+    ['close', 'closing'],
+  ],
+  [['true'], ['false']],
+  [
+    ['read', 'reading'],
+    ['write', 'writing'],
+  ],
+  [
+    ['get', 'getter'],
+    ['set', 'setter'],
+  ],
+  [
+    ['key', 'keys'],
+    ['value', 'values'],
+  ],
+  [
+    ['row', 'rows'],
+    ['column', 'columns', 'col', 'cols'],
+  ],
+  [['width'], ['height']],
+  [['first'], ['last']],
+  [['next'], ['previous', 'prev']],
+  [['start', 'beginning', 'begin'], ['end']],
+  [
+    ['add', 'adding', 'insert', 'inserting', 'append', 'appending'],
+    ['remove', 'removing', 'delete', 'deleting', 'drop', 'dropping'],
+  ],
+  [['more'], ['less', 'fewer']],
+  [['over'], ['under']],
+  [['above'], ['below']],
+  [['front'], ['back']],
+  [['push'], ['pull']],
+  [['public'], ['private']],
+  [['local'], ['global', 'remote']],
+  [['static'], ['dynamic']],
+  [
+    ['sync', 'synchronous'],
+    ['async', 'asynchronous'],
+  ],
+  [
+    ['string', 'str', 'strings'],
+    ['list', 'lists'],
+    ['set', 'sets'],
+    ['dictionary', 'dict', 'dictionaries', 'dicts'],
+    ['tuple', 'tuples'],
+    ['array', 'arrays'],
+    ['integer', 'int', 'integers', 'ints'],
+    ['float', 'floats'],
+    ['boolean', 'bool', 'booleans'],
+  ],
+  [['sum', 'total'], ['average', 'mean'], ['median'], ['mode']],
+];
+const REPLACED_MEMBERS = new Map<string, { set: number; member: number }[]>();
+REPLACED.forEach((set, s) =>
+  set.forEach((member, m) => {
+    for (const word of member) REPLACED_MEMBERS.set(word, [...(REPLACED_MEMBERS.get(word) ?? []), { set: s, member: m }]);
+  }),
+);
+
+/** Words after which two of `REPLACED` say the same: "fill in" / "fill out" a form, "based on" / "based off". */
+const ALIKE_AFTER = new Map([
+  ['fill', new Set(['in', 'out'])],
+  ['filling', new Set(['in', 'out'])],
+  ['based', new Set(['on', 'off'])],
+]);
+
+/** Whether two words name different things of one kind of `REPLACED`. */
+function replacedPair(x: string, y: string): boolean {
+  const mx = REPLACED_MEMBERS.get(x);
+  const my = REPLACED_MEMBERS.get(y);
+  if (!mx || !my) return false;
+  return (
+    mx.some((p) => my.some((q) => p.set === q.set && p.member !== q.member)) &&
+    !mx.some((p) => my.some((q) => p.set === q.set && p.member === q.member))
+  );
+}
+
+/**
+ * The pair of words by which two requests that are otherwise the same, word for word in the same
+ * places (articles and possessives left out), name different things of one kind of `REPLACED`:
+ * "how do I turn on Bluetooth" / "turn off", "zoom in on a mac" / "zoom out on a mac", "sort a
+ * dictionary by key" / "by value", "convert a list to a string" / "to a set". Other words that
+ * differ in the same places must be function words ("sign in to gmail" / "sign out of gmail").
+ * Null otherwise: these words are read only where nothing else differs.
+ */
+export function replacedWord(a: TextInfo, b: TextInfo): string | null {
+  const x = a.words.map(bare).filter((w) => !DETERMINERS.has(w));
+  const y = b.words.map(bare).filter((w) => !DETERMINERS.has(w));
+  if (x.length !== y.length) return null;
+  let found: string | null = null;
+  for (let i = 0; i < x.length; i++) {
+    const wx = x[i] as string;
+    const wy = y[i] as string;
+    if (wx === wy) continue;
+    if (ALIKE_AFTER.get(x[i - 1] as string)?.has(wx) && ALIKE_AFTER.get(y[i - 1] as string)?.has(wy)) continue;
+    if (replacedPair(wx, wy)) found ??= `${wx}/${wy}`;
+    else if (!FUNCTION_WORDS.has(wx) || !FUNCTION_WORDS.has(wy)) return null;
+  }
+  return found;
 }

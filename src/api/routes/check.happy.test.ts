@@ -226,7 +226,7 @@ describe('POST /api/v1/check', () => {
     }
   });
 
-  test('a request naming another thing of one kind, swapping two things, naming other quantities or another person is a miss; a farther entry asking the same is served', async () => {
+  test('a request naming another thing of one kind, swapping two things, naming other quantities or another person, or with one word replaced by its opposite is a miss; a farther entry asking the same is served', async () => {
     // The query is nearer the first entry (cosine 0.83–0.98) than the second (0.52–0.91).
     for (const [other, same, query] of [
       [
@@ -238,6 +238,12 @@ describe('POST /api/v1/check', () => {
       ['Give me a lasagna recipe for 2 people', 'I need lasagna for a party of 20: recipe?', 'Give me a lasagna recipe for 20 people'],
       // Typed in lower case: another person.
       ['how tall is lebron james', 'stephen curry height in feet and inches', 'how tall is stephen curry'],
+      // The same words but for one of a pair that has other senses too.
+      [
+        'How do I turn on Bluetooth on Windows 11?',
+        'Windows 11: how can I switch Bluetooth off?',
+        'How do I turn off Bluetooth on Windows 11?',
+      ],
     ] as const) {
       const namespace = `contrast-${Math.random()}`;
       const check = { messages: [user(query)], namespace, similarity_threshold: 0 };
