@@ -20,6 +20,11 @@ describe('contrastingWords', () => {
     assert.equal(contrast('Convert 10 km to miles', 'Convert 10 km to meters'), 'mile/meter');
     assert.equal(contrast('How do I reverse a list in python?', 'How do I reverse a list in java?'), 'python/java');
     assert.equal(contrast('What should I cook for dinner?', 'What should I cook for breakfast?'), 'dinner/breakfast');
+    assert.equal(contrast('Translate "good morning" to French', 'translate good morning to german'), 'french/german');
+    assert.equal(contrast('how many calories in a boiled egg', 'how many calories in a fried egg'), 'boil/fry');
+    assert.equal(contrast('what is the atomic number of carbon', 'what is the atomic number of oxygen'), 'carbon/oxygen');
+    assert.equal(contrast('how to deploy a docker container on aws', 'how to deploy a docker container on azure'), 'aws/azure');
+    assert.equal(contrast('How do I create a component in React?', 'How do I create a component in Vue?'), 'react/vue');
   });
 
   test('spellings of one thing, and texts naming both things, are no contrast', () => {
@@ -35,6 +40,8 @@ describe('contrastingWords', () => {
     assert.equal(contrast('Write a Python script to load a CSV', 'Python script to read a CSV'), null);
     assert.equal(contrast('Will I lose muscle if I skip the gym?', 'Will skipping the gym undo my muscle gains?'), null);
     assert.equal(contrast('Fun things to do on a Saturday night', 'fun things to do on a Saturday evening'), null);
+    assert.equal(contrast('how long to roast potatoes in the oven', 'how long to bake potatoes in the oven'), null);
+    assert.equal(contrast('say hello in chinese', 'say hello in mandarin'), null);
   });
 
   test('inflections and possessives name the same thing', () => {
