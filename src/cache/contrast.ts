@@ -4,8 +4,8 @@ import { rarity, UNSEEN, type TextInfo } from './features.ts';
 /**
  * Why two requests that embed alike ask different things, or null: they name different things of
  * one kind (`contrastingWords`), swap two things around the same words (`swappedRoles`), name
- * different quantities (`differentQuantities`), typed in lower case, other people or places
- * (`otherNames`), or are the same words but for one of a pair too common in other senses for the
+ * different quantities (`differentQuantities`), without capitals on their names, other people or
+ * places (`otherNames`), or are the same words but for one of a pair too common in other senses for the
  * sets (`replacedWord`: "turn on" / "turn off", "drive on the left" / "on the right"). The hit decision's cheap checks that a vector and a small model weigh too
  * lightly: "sort ascending" / "sort descending" scored 0.99.
  */
@@ -168,14 +168,15 @@ const named = (name: string, words: Set<string>): boolean =>
 
 /**
  * A person, place, organisation or team named only in one text where the other names another of
- * the same kind, when one of them is typed all in lower case ("how tall is lebron james" / "how
- * tall is stephen curry", "best restaurants in porto" / "in lisbon"): without capitals the model
- * cannot tell such names from other words, and scored these 0.86–0.97. Texts with capitals are
- * left to the model, which reads their names; there a gazetteer took right pairs from news
- * sentences that name a person two ways.
+ * the same kind, when one of them is typed in lower case, or with capitals only at a sentence's
+ * start and in "I" (`sentenceCase`: "how tall is lebron james" / "how tall is stephen curry",
+ * "What is the capital of england" / "What is the capital of new zealand"): without capitals the
+ * model cannot tell such names from other words, and scored these 0.86–0.97. Texts with capitals
+ * on their names are left to the model, which reads them; there a gazetteer took right pairs from
+ * news sentences that name a person two ways.
  */
 export function otherNames(a: TextInfo, b: TextInfo): string | null {
-  if (!a.lowerCase && !b.lowerCase) return null;
+  if (!a.sentenceCase && !b.sentenceCase) return null;
   const { names: x, words: xWords } = namesOf(a);
   if (x.size === 0) return null;
   const { names: y, words: yWords } = namesOf(b);

@@ -140,7 +140,16 @@ export interface TextInfo {
   question: boolean;
   /** Has Latin letters and no capital letter of any script: typed all in lower case. */
   lowerCase: boolean;
+  /**
+   * Has Latin letters and no capital letter but at the start of a sentence and in "I": typed in
+   * lower case, or with the capitals a phone or an editor puts at a sentence's start ("What is the
+   * capital of england"). Its names are not told by capitals.
+   */
+  sentenceCase: boolean;
 }
+
+/** A capital that says nothing of a name: a sentence's first letter, or the pronoun "I" ("I'm"). */
+const UNMARKED_CAPITAL = /(?:^|[.!?:;]\s+|\n\s*|["'(\[]\s*)\p{Lu}|(?<![\p{L}\p{N}])I(?![\p{L}\p{N}])/gu;
 
 export function analyse(text: string): TextInfo {
   const words = text.toLowerCase().match(/[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu) ?? [];
@@ -174,6 +183,7 @@ export function analyse(text: string): TextInfo {
   // Typed all in lower case, a text shows no names by their capitals ("how tall is lebron james"):
   // its words the tokenizer's vocabulary lacks stand in for them.
   const lowerCase = /[a-z]/.test(text) && !/\p{Lu}/u.test(text);
+  const sentenceCase = lowerCase || (/[a-z]/.test(text) && !/\p{Lu}/u.test(text.replace(UNMARKED_CAPITAL, '')));
   if (lowerCase) {
     for (const w of words) if (/^[a-z]{2,}$/.test(w) && !STOP.has(w) && !inVocabulary(w)) names.add(w);
   }
@@ -199,6 +209,7 @@ export function analyse(text: string): TextInfo {
     charTrigrams,
     question: /\?\s*$/.test(text),
     lowerCase,
+    sentenceCase,
   };
 }
 
