@@ -197,8 +197,9 @@ export function otherNames(a: TextInfo, b: TextInfo): string | null {
  * its spellings; inflections are found by `member` ("encrypts", "Mondays", "today's"). Left out:
  * words a request uses in other senses as often ("up" / "down" in "speed up" and "slow down",
  * "show" / "hide" in "show me how to hide", "right" in "right now", "true", "even", "write" in
- * "write a script to read a CSV", "above" / "below" for where a pasted text is), and units of
- * time, which requests convert freely ("a 7-day plan" / "a plan for one week").
+ * "write a script to read a CSV", "above" / "below" for where a pasted text is), which count only
+ * as the one word two requests differ in (`REPLACED`), and units of time, which requests convert
+ * freely ("a 7-day plan" / "a plan for one week").
  */
 const SETS: readonly (readonly string[])[][] = [
   [
