@@ -5,9 +5,10 @@ import { rarity, UNSEEN, type TextInfo } from './features.ts';
  * Why two requests that embed alike ask different things, or null: they name different things of
  * one kind (`contrastingWords`), swap two things around the same words (`swappedRoles`), name
  * different quantities (`differentQuantities`), without capitals on their names, other people or
- * places (`otherNames`), or are the same words but for one of a pair too common in other senses for the
- * sets (`replacedWord`: "turn on" / "turn off", "drive on the left" / "on the right"). The hit decision's cheap checks that a vector and a small model weigh too
- * lightly: "sort ascending" / "sort descending" scored 0.99.
+ * places (`otherNames`), or are the same words but for one of a pair too common in other senses
+ * for the sets (`replacedWord`: "turn on" / "turn off", "drive on the left" / "on the right"). The
+ * hit decision's cheap checks that a vector and a small model weigh too lightly: "sort ascending" /
+ * "sort descending" scored 0.99.
  */
 export function differentRequest(a: TextInfo, b: TextInfo): string | null {
   // The same words: the same request ("10,000" and "10 000", "[1,2]" and "[1, 2]").
@@ -456,17 +457,21 @@ const SETS: readonly (readonly string[])[][] = [
   [['react', 'reactjs'], ['vue', 'vuejs'], ['angular', 'angularjs'], ['svelte'], ['django'], ['flask'], ['fastapi'], ['laravel']],
 ];
 
-/** Each word of the sets: the set it belongs to and the thing it names there. */
-const MEMBERS = new Map<string, { set: number; member: number }[]>();
-SETS.forEach((set, s) =>
-  set.forEach((member, m) => {
-    for (const word of member) {
-      const list = MEMBERS.get(word) ?? [];
-      list.push({ set: s, member: m });
-      MEMBERS.set(word, list);
-    }
-  }),
-);
+/** Each word of some sets: the set it belongs to and the thing it names there. */
+function membersOf(sets: readonly (readonly (readonly string[])[])[]): Map<string, { set: number; member: number }[]> {
+  const members = new Map<string, { set: number; member: number }[]>();
+  sets.forEach((set, s) =>
+    set.forEach((member, m) => {
+      for (const word of member) {
+        const list = members.get(word) ?? [];
+        list.push({ set: s, member: m });
+        members.set(word, list);
+      }
+    }),
+  );
+  return members;
+}
+const MEMBERS = membersOf(SETS);
 
 /** The first spelling of a thing of the sets. */
 function firstSpelling(set: number, member: number): string {
@@ -871,10 +876,7 @@ export function differentQuantities(a: Map<string, Set<string>>, b: Map<string, 
 const REPLACED: readonly (readonly string[])[][] = [
   [['left'], ['right']],
   [['up'], ['down']],
-  [
-    ['in', 'into'],
-    ['out', 'outof'],
-  ],
+  [['in', 'into'], ['out']],
   [['on'], ['off']],
   [['even'], ['odd']],
   [
@@ -931,12 +933,7 @@ const REPLACED: readonly (readonly string[])[][] = [
   ],
   [['sum', 'total'], ['average', 'mean'], ['median'], ['mode']],
 ];
-const REPLACED_MEMBERS = new Map<string, { set: number; member: number }[]>();
-REPLACED.forEach((set, s) =>
-  set.forEach((member, m) => {
-    for (const word of member) REPLACED_MEMBERS.set(word, [...(REPLACED_MEMBERS.get(word) ?? []), { set: s, member: m }]);
-  }),
-);
+const REPLACED_MEMBERS = membersOf(REPLACED);
 
 /** Words after which two of `REPLACED` say the same: "fill in" / "fill out" a form, "based on" / "based off". */
 const ALIKE_AFTER = new Map([
