@@ -193,6 +193,8 @@ describe('otherNames', () => {
     // Capitals at a sentence's start and "I" say nothing of names.
     assert.equal(names('What is the capital of new zealand', 'What is the capital of england'), 'new zealand/england');
     assert.equal(names('Can I visit lisbon in winter? Is it cold?', 'Can I visit porto in winter? Is it cold?'), 'lisbon/porto');
+    // Short names of countries.
+    assert.equal(names('What is the capital of NZ', 'What is the capital of england'), 'new zealand/england');
   });
 
   test('no difference: capitals, the same name, two names of one place, other kinds, common words', () => {
@@ -206,6 +208,7 @@ describe('otherNames', () => {
     assert.equal(names('weather in bangalore today', 'weather in bengaluru today'), null);
     assert.equal(names('how old is barack obama', 'how old is obama'), null);
     assert.equal(names('visa for the united states', 'visa for the usa'), null);
+    assert.equal(names('cheap flights to nz', 'cheap flights to new zealand'), null);
     // Short forms of one first name.
     assert.equal(names('how old is mike tyson', 'how old is michael tyson'), null);
     assert.equal(names('tom hanks net worth', 'Thomas Hanks net worth'), null);

@@ -81,7 +81,9 @@ const SAME_NAME = new Map(
     ['jessica', 'jess'],
     // Places of two names or spellings.
     ['usa', 'america', 'united states'],
-    ['united kingdom', 'great britain'],
+    ['united kingdom', 'great britain', 'uk'],
+    ['new zealand', 'nz'],
+    ['united arab emirates', 'uae'],
     ['nyc', 'new york'],
     ['beijing', 'peking'],
     ['kyiv', 'kiev'],
@@ -94,6 +96,8 @@ const SAME_NAME = new Map(
     ['ivory coast', 'cote de ivoire'],
   ].flatMap(([first, ...others]) => (others as string[]).map((o) => [o, first as string] as const)),
 );
+/** Short names of countries, read as their full names (`SAME_NAME`). */
+const COUNTRY_ABBREVIATIONS = ['uk', 'nz', 'uae'];
 /** Words before "america" that make it a continent, not the USA. */
 const CONTINENT = new Set(['south', 'north', 'latin', 'central']);
 /** Names of up to this many words are read. */
@@ -117,6 +121,8 @@ const { NAMES, NAME_STARTS } = (() => {
     names.set(name, NAME_KINDS.get(tag) as NameKind);
     if (words.length > 1) starts.add(words[0] as string);
   }
+  // Countries the lexicon holds only by their full names.
+  for (const short of COUNTRY_ABBREVIATIONS) names.set(short, 'place');
   return { NAMES: names as ReadonlyMap<string, NameKind>, NAME_STARTS: starts as ReadonlySet<string> };
 })();
 
