@@ -25,6 +25,10 @@ describe('contrastingWords', () => {
     assert.equal(contrast('what is the atomic number of carbon', 'what is the atomic number of oxygen'), 'carbon/oxygen');
     assert.equal(contrast('how to deploy a docker container on aws', 'how to deploy a docker container on azure'), 'aws/azure');
     assert.equal(contrast('How do I create a component in React?', 'How do I create a component in Vue?'), 'react/vue');
+    assert.equal(
+      contrast('is it safe to take aspirin while pregnant', 'is it safe to take tylenol while pregnant'),
+      'aspirin/acetaminophen',
+    );
   });
 
   test('spellings of one thing, and texts naming both things, are no contrast', () => {
@@ -42,6 +46,7 @@ describe('contrastingWords', () => {
     assert.equal(contrast('Fun things to do on a Saturday night', 'fun things to do on a Saturday evening'), null);
     assert.equal(contrast('how long to roast potatoes in the oven', 'how long to bake potatoes in the oven'), null);
     assert.equal(contrast('say hello in chinese', 'say hello in mandarin'), null);
+    assert.equal(contrast('side effects of paracetamol', 'side effects of tylenol'), null);
   });
 
   test('inflections and possessives name the same thing', () => {
@@ -237,6 +242,8 @@ describe('replacedWord', () => {
     assert.equal(replaced('how to add a column in pandas', 'how to drop a column in pandas'), 'add/drop');
     // Function words that differ beside it do not hide it.
     assert.equal(replaced('how to sign in to gmail', 'how to sign out of gmail'), 'in/out');
+    // A letter standing for a thing.
+    assert.equal(replaced('how much vitamin d should i take daily', 'how much vitamin c should i take daily'), 'd/c');
   });
 
   test('no difference: words of one thing, other words that differ, other lengths, phrases that say the same', () => {

@@ -460,6 +460,20 @@ const SETS: readonly (readonly string[])[][] = [
     ['platinum'],
   ],
   [['aws'], ['azure'], ['gcp'], ['heroku'], ['digitalocean'], ['vercel'], ['netlify']],
+  // Common medicines, each under its generic and brand names.
+  [
+    ['ibuprofen', 'advil', 'motrin', 'nurofen'],
+    ['acetaminophen', 'paracetamol', 'tylenol', 'panadol'],
+    ['aspirin'],
+    ['naproxen', 'aleve'],
+    ['diphenhydramine', 'benadryl'],
+    ['loratadine', 'claritin'],
+    ['cetirizine', 'zyrtec'],
+    ['omeprazole', 'prilosec'],
+    ['metformin'],
+    ['amoxicillin'],
+    ['melatonin'],
+  ],
   [['react', 'reactjs'], ['vue', 'vuejs'], ['angular', 'angularjs'], ['svelte'], ['django'], ['flask'], ['fastapi'], ['laravel']],
 ];
 
@@ -928,6 +942,7 @@ const REPLACED: readonly (readonly string[])[][] = [
   ],
   [
     ['string', 'str', 'strings'],
+    ['number', 'numbers'],
     ['list', 'lists'],
     ['set', 'sets'],
     ['dictionary', 'dict', 'dictionaries', 'dicts'],
@@ -938,6 +953,10 @@ const REPLACED: readonly (readonly string[])[][] = [
     ['boolean', 'bool', 'booleans'],
   ],
   [['sum', 'total'], ['average', 'mean'], ['median'], ['mode']],
+  [
+    ['accept', 'accepting', 'accepted'],
+    ['decline', 'declining', 'declined', 'reject', 'rejecting', 'rejected', 'refuse', 'refusing'],
+  ],
 ];
 const REPLACED_MEMBERS = membersOf(REPLACED);
 
@@ -947,6 +966,9 @@ const ALIKE_AFTER = new Map([
   ['filling', new Set(['in', 'out'])],
   ['based', new Set(['on', 'off'])],
 ]);
+
+/** A letter standing alone ("vitamin d", "solve for x"); not "a" nor "i". */
+const LETTER = /^[b-hj-z]$/;
 
 /** Whether two words name different things of one kind of `REPLACED`. */
 function replacedPair(x: string, y: string): boolean {
@@ -977,7 +999,8 @@ export function replacedWord(a: TextInfo, b: TextInfo): string | null {
     const wy = y[i] as string;
     if (wx === wy) continue;
     if (ALIKE_AFTER.get(x[i - 1] as string)?.has(wx) && ALIKE_AFTER.get(y[i - 1] as string)?.has(wy)) continue;
-    if (replacedPair(wx, wy)) found ??= `${wx}/${wy}`;
+    // One letter for another names another thing: "vitamin d" / "vitamin c", "plan b" / "plan c".
+    if (replacedPair(wx, wy) || (LETTER.test(wx) && LETTER.test(wy))) found ??= `${wx}/${wy}`;
     else if (!FUNCTION_WORDS.has(wx) || !FUNCTION_WORDS.has(wy)) return null;
   }
   return found;
