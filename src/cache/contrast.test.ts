@@ -47,6 +47,8 @@ describe('contrastingWords', () => {
     assert.equal(contrast('how long to roast potatoes in the oven', 'how long to bake potatoes in the oven'), null);
     assert.equal(contrast('say hello in chinese', 'say hello in mandarin'), null);
     assert.equal(contrast('side effects of paracetamol', 'side effects of tylenol'), null);
+    // English names the language asked in as often as the one asked about.
+    assert.equal(contrast("What does 'merci' mean in English?", "Translate the French word 'merci'"), null);
   });
 
   test('inflections and possessives name the same thing', () => {
@@ -196,10 +198,10 @@ describe('otherNames', () => {
     // One side in lower case is enough.
     assert.equal(names('what did albert einstein discover', 'What did Isaac Newton discover?'), 'albert/isaac');
     // Capitals at a sentence's start and "I" say nothing of names.
-    assert.equal(names('What is the capital of new zealand', 'What is the capital of england'), 'new zealand/england');
+    assert.equal(names('What is the capital of new zealand', 'What is the capital of england'), 'new zealand/united kingdom');
     assert.equal(names('Can I visit lisbon in winter? Is it cold?', 'Can I visit porto in winter? Is it cold?'), 'lisbon/porto');
     // Short names of countries.
-    assert.equal(names('What is the capital of NZ', 'What is the capital of england'), 'new zealand/england');
+    assert.equal(names('What is the capital of NZ', 'What is the capital of england'), 'new zealand/united kingdom');
   });
 
   test('no difference: capitals, the same name, two names of one place, other kinds, common words', () => {
@@ -214,6 +216,7 @@ describe('otherNames', () => {
     assert.equal(names('how old is barack obama', 'how old is obama'), null);
     assert.equal(names('visa for the united states', 'visa for the usa'), null);
     assert.equal(names('cheap flights to nz', 'cheap flights to new zealand'), null);
+    assert.equal(names('Who is the prime minister of the uk', 'Who is the prime minister of england'), null);
     // Short forms of one first name.
     assert.equal(names('how old is mike tyson', 'how old is michael tyson'), null);
     assert.equal(names('tom hanks net worth', 'Thomas Hanks net worth'), null);
@@ -256,6 +259,13 @@ describe('replacedWord', () => {
     assert.equal(replaced('what time is it right now', 'what time is it now'), null);
     assert.equal(replaced('how to turn on wifi', 'how to switch on the wifi on my phone'), null);
     assert.equal(replaced('scroll up in tmux', 'scroll up in vim'), null);
+    // Asked for alike: a list and an array, a number and an integer; "a list of" is no type.
+    assert.equal(replaced('How to reverse a list in Python', 'How to reverse an array in Python'), null);
+    assert.equal(replaced('check if a number is prime', 'check if an integer is prime'), null);
+    assert.equal(replaced('Give me a list of interview questions', 'Give me a set of interview questions'), null);
+    assert.equal(replaced('Break it down into steps', 'Break it up into steps'), null);
+    assert.equal(replaced('Is Reddit down right now?', 'Is Reddit up right now?'), null);
+    assert.equal(replaced('what do Spanish and Portuguese have in common', 'what do portuguese and spanish have in common?'), null);
   });
 });
 

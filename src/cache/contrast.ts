@@ -62,6 +62,7 @@ const SAME_NAME = new Map(
     ['anthony', 'tony'],
     ['stephen', 'steven', 'steve'],
     ['benjamin', 'ben'],
+    ['abraham', 'abe'],
     ['samuel', 'sam'],
     ['alexander', 'alex'],
     ['andrew', 'andy', 'drew'],
@@ -81,9 +82,9 @@ const SAME_NAME = new Map(
     ['jessica', 'jess'],
     // Places of two names or spellings.
     ['usa', 'america', 'united states'],
-    ['united kingdom', 'great britain', 'uk'],
+    ['united kingdom', 'great britain', 'uk', 'britain', 'england'],
     ['new zealand', 'nz'],
-    ['united arab emirates', 'uae'],
+    ['united arab emirates', 'uae', 'dubai'],
     ['nyc', 'new york'],
     ['beijing', 'peking'],
     ['kyiv', 'kiev'],
@@ -383,9 +384,10 @@ const SETS: readonly (readonly string[])[][] = [
   ],
   [['hundred'], ['thousand'], ['million'], ['billion'], ['trillion']],
   // Languages, and what a cuisine or a people is called: "translate it to french" / "to german".
-  // (Not the countries: "imported in Japan" / "in Germany" is a question QQP calls the same.)
+  // (Not the countries: "imported in Japan" / "in Germany" is a question QQP calls the same.
+  // English, Polish and Latin count only as the one word replaced: "what does 'merci' mean in
+  // English" / "translate the French word 'merci'", "polish my cover letter".)
   [
-    ['english'],
     ['french'],
     ['german'],
     ['spanish'],
@@ -403,7 +405,6 @@ const SETS: readonly (readonly string[])[][] = [
     ['norwegian'],
     ['danish'],
     ['finnish'],
-    ['polish'],
     ['greek'],
     ['turkish'],
     ['hebrew'],
@@ -411,7 +412,6 @@ const SETS: readonly (readonly string[])[][] = [
     ['thai'],
     ['indonesian'],
     ['ukrainian'],
-    ['latin'],
     ['persian', 'farsi'],
     ['urdu'],
     ['bengali'],
@@ -460,6 +460,8 @@ const SETS: readonly (readonly string[])[][] = [
     ['platinum'],
   ],
   [['aws'], ['azure'], ['gcp'], ['heroku'], ['digitalocean'], ['vercel'], ['netlify']],
+  [['sunrise'], ['sunset']],
+  [['mute'], ['unmute']],
   // Common medicines, each under its generic and brand names.
   [
     ['ibuprofen', 'advil', 'motrin', 'nurofen'],
@@ -474,7 +476,7 @@ const SETS: readonly (readonly string[])[][] = [
     ['amoxicillin'],
     ['melatonin'],
   ],
-  [['react', 'reactjs'], ['vue', 'vuejs'], ['angular', 'angularjs'], ['svelte'], ['django'], ['flask'], ['fastapi'], ['laravel']],
+  [['react', 'reactjs'], ['vue', 'vuejs'], ['angular'], ['angularjs'], ['svelte'], ['django'], ['flask'], ['fastapi'], ['laravel']],
 ];
 
 /** Each word of some sets: the set it belongs to and the thing it names there. */
@@ -942,17 +944,38 @@ const REPLACED: readonly (readonly string[])[][] = [
   ],
   [
     ['string', 'str', 'strings'],
-    ['number', 'numbers'],
-    ['list', 'lists'],
+    // A list and an array, a number and an integer, are asked for alike.
+    ['list', 'lists', 'array', 'arrays'],
     ['set', 'sets'],
     ['dictionary', 'dict', 'dictionaries', 'dicts'],
     ['tuple', 'tuples'],
-    ['array', 'arrays'],
-    ['integer', 'int', 'integers', 'ints'],
+    ['integer', 'int', 'integers', 'ints', 'number', 'numbers'],
     ['float', 'floats'],
     ['boolean', 'bool', 'booleans'],
   ],
   [['sum', 'total'], ['average', 'mean'], ['median'], ['mode']],
+  [
+    ['show', 'showing', 'unhide'],
+    ['hide', 'hiding'],
+  ],
+  [['value'], ['reference']],
+  [
+    ['english'],
+    ['polish'],
+    ['latin'],
+    ['french'],
+    ['german'],
+    ['spanish'],
+    ['italian'],
+    ['portuguese'],
+    ['russian'],
+    ['chinese', 'mandarin'],
+    ['japanese'],
+    ['korean'],
+    ['arabic'],
+    ['hindi'],
+    ['dutch'],
+  ],
   [
     ['accept', 'accepting', 'accepted'],
     ['decline', 'declining', 'declined', 'reject', 'rejecting', 'rejected', 'refuse', 'refusing'],
@@ -960,12 +983,29 @@ const REPLACED: readonly (readonly string[])[][] = [
 ];
 const REPLACED_MEMBERS = membersOf(REPLACED);
 
-/** Words after which two of `REPLACED` say the same: "fill in" / "fill out" a form, "based on" / "based off". */
+/**
+ * Words after which two of `REPLACED` say the same, right after them or one word later: "fill in" /
+ * "fill out" a form, "based on" / "based off", "break it down" / "break it up".
+ */
 const ALIKE_AFTER = new Map([
   ['fill', new Set(['in', 'out'])],
   ['filling', new Set(['in', 'out'])],
+  ['type', new Set(['in', 'out'])],
   ['based', new Set(['on', 'off'])],
+  ['break', new Set(['up', 'down'])],
+  ['close', new Set(['up', 'down'])],
+  ['write', new Set(['up', 'down'])],
+  // Whether a service is up or down: "is reddit down" / "is reddit up".
+  ['is', new Set(['up', 'down'])],
+  ['are', new Set(['up', 'down'])],
 ]);
+/** Whether the word at `i` says the same as its pair after the word one or two before it ("break it down"). */
+const alikeAfter = (w: readonly string[], i: number): boolean =>
+  ALIKE_AFTER.get(w[i - 1] as string)?.has(w[i] as string) === true || ALIKE_AFTER.get(w[i - 2] as string)?.has(w[i] as string) === true;
+/** Words that are no kind of data before "of": "a list of questions" / "a set of questions". */
+const COLLECTIONS = new Set(['list', 'lists', 'set', 'sets', 'array', 'group', 'collection']);
+
+const count = (words: readonly string[], w: string): number => words.reduce((n, v) => (v === w ? n + 1 : n), 0);
 
 /** A letter standing alone ("vitamin d", "solve for x"); not "a" nor "i". */
 const LETTER = /^[b-hj-z]$/;
@@ -998,10 +1038,13 @@ export function replacedWord(a: TextInfo, b: TextInfo): string | null {
     const wx = x[i] as string;
     const wy = y[i] as string;
     if (wx === wy) continue;
-    if (ALIKE_AFTER.get(x[i - 1] as string)?.has(wx) && ALIKE_AFTER.get(y[i - 1] as string)?.has(wy)) continue;
+    if (alikeAfter(x, i) && alikeAfter(y, i)) continue;
+    if (x[i + 1] === 'of' && y[i + 1] === 'of' && COLLECTIONS.has(wx) && COLLECTIONS.has(wy)) continue;
     // One letter for another names another thing: "vitamin d" / "vitamin c", "plan b" / "plan c".
-    if (replacedPair(wx, wy) || (LETTER.test(wx) && LETTER.test(wy))) found ??= `${wx}/${wy}`;
-    else if (!FUNCTION_WORDS.has(wx) || !FUNCTION_WORDS.has(wy)) return null;
+    if (replacedPair(wx, wy) || (LETTER.test(wx) && LETTER.test(wy))) {
+      // Not the same words in another order: "spanish and portuguese" / "portuguese and spanish".
+      if (count(x, wx) > count(y, wx) && count(y, wy) > count(x, wy)) found ??= `${wx}/${wy}`;
+    } else if (!FUNCTION_WORDS.has(wx) || !FUNCTION_WORDS.has(wy)) return null;
   }
   return found;
 }
