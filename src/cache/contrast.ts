@@ -146,6 +146,14 @@ function spellingAt(words: readonly string[], i: number): string {
  * where another text's names are looked for.
  */
 function namesOf(t: TextInfo): { names: Map<string, NameKind>; words: Set<string> } {
+  let found = READ_NAMES.get(t);
+  if (!found) READ_NAMES.set(t, (found = readNames(t)));
+  return found;
+}
+/** A text's names, kept for as long as its analysis is: a stored text is compared with many queries. */
+const READ_NAMES = new WeakMap<TextInfo, { names: Map<string, NameKind>; words: Set<string> }>();
+
+function readNames(t: TextInfo): { names: Map<string, NameKind>; words: Set<string> } {
   const names = new Map<string, NameKind>();
   const spelt = new Set<string>();
   const words = t.words.map(bare);
@@ -185,9 +193,11 @@ const named = (name: string, words: Set<string>): boolean =>
  */
 export function otherNames(a: TextInfo, b: TextInfo): string | null {
   if (!a.sentenceCase && !b.sentenceCase) return null;
+  // The second text first: a stored candidate's names are remembered, and most name nothing.
+  const { names: y, words: yWords } = namesOf(b);
+  if (y.size === 0) return null;
   const { names: x, words: xWords } = namesOf(a);
   if (x.size === 0) return null;
-  const { names: y, words: yWords } = namesOf(b);
   // The first name of each kind that only the second text has: one pass over each.
   const onlyB = new Map<NameKind, string>();
   for (const [name, kind] of y) if (!onlyB.has(kind) && !named(name, xWords)) onlyB.set(kind, name);
