@@ -245,6 +245,8 @@ describe('replacedWord', () => {
     assert.equal(replaced('how to add a column in pandas', 'how to drop a column in pandas'), 'add/drop');
     // Function words that differ beside it do not hide it.
     assert.equal(replaced('how to sign in to gmail', 'how to sign out of gmail'), 'in/out');
+    // A particle that moved as well.
+    assert.equal(replaced('How do I turn on Bluetooth', 'How do I turn Bluetooth off'), 'on/off');
     // A letter standing for a thing.
     assert.equal(replaced('how much vitamin d should i take daily', 'how much vitamin c should i take daily'), 'd/c');
   });
@@ -265,6 +267,7 @@ describe('replacedWord', () => {
     assert.equal(replaced('Give me a list of interview questions', 'Give me a set of interview questions'), null);
     assert.equal(replaced('Break it down into steps', 'Break it up into steps'), null);
     assert.equal(replaced('Is Reddit down right now?', 'Is Reddit up right now?'), null);
+    assert.equal(replaced('turn on the light in the kitchen', 'turn the light on in the kitchen'), null);
     assert.equal(replaced('what do Spanish and Portuguese have in common', 'what do portuguese and spanish have in common?'), null);
   });
 });

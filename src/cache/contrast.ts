@@ -1054,7 +1054,26 @@ export function replacedWord(a: TextInfo, b: TextInfo): string | null {
     if (replacedPair(wx, wy) || (LETTER.test(wx) && LETTER.test(wy))) {
       // Not the same words in another order: "spanish and portuguese" / "portuguese and spanish".
       if (count(x, wx) > count(y, wx) && count(y, wy) > count(x, wy)) found ??= `${wx}/${wy}`;
-    } else if (!FUNCTION_WORDS.has(wx) || !FUNCTION_WORDS.has(wy)) return null;
+    } else if (!FUNCTION_WORDS.has(wx) || !FUNCTION_WORDS.has(wy)) return movedParticle(x, y);
   }
   return found;
+}
+
+/** Particles that can stand after the thing they act on: "turn on Bluetooth" / "turn Bluetooth off". */
+const PARTICLES = new Set(['on', 'off', 'in', 'out', 'up', 'down']);
+
+/**
+ * A particle of a pair that moved as well as changed ("turn on Bluetooth" / "turn Bluetooth off"):
+ * without it, the two texts are the same words in the same order.
+ */
+function movedParticle(x: readonly string[], y: readonly string[]): string | null {
+  const px = x.findIndex((w) => PARTICLES.has(w) && count(x, w) > count(y, w));
+  const py = y.findIndex((w) => PARTICLES.has(w) && count(y, w) > count(x, w));
+  if (px < 0 || py < 0) return null;
+  const wx = x[px] as string;
+  const wy = y[py] as string;
+  if (!replacedPair(wx, wy) || alikeAfter(x, px) || alikeAfter(y, py)) return null;
+  const restX = x.filter((_, i) => i !== px);
+  const restY = y.filter((_, i) => i !== py);
+  return restX.every((w, i) => w === restY[i]) ? `${wx}/${wy}` : null;
 }
