@@ -245,6 +245,8 @@ describe('replacedWord', () => {
     assert.equal(replaced('how to add a column in pandas', 'how to drop a column in pandas'), 'add/drop');
     // Function words that differ beside it do not hide it.
     assert.equal(replaced('how to sign in to gmail', 'how to sign out of gmail'), 'in/out');
+    // Any language of the set against English.
+    assert.equal(replaced('translate good morning to english', 'translate good morning to swedish'), 'english/swedish');
     // A particle that moved as well.
     assert.equal(replaced('How do I turn on Bluetooth', 'How do I turn Bluetooth off'), 'on/off');
     // A letter standing for a thing.

@@ -209,6 +209,42 @@ export function otherNames(a: TextInfo, b: TextInfo): string | null {
 }
 
 /**
+ * Languages, and what a cuisine or a people is called. English, Polish and Latin are not among them,
+ * as they name the language a request is asked in ("what does 'merci' mean in English" / "translate
+ * the French word 'merci'") or are common words ("polish my cover letter").
+ */
+const LANGUAGES: readonly (readonly string[])[] = [
+  ['french'],
+  ['german'],
+  ['spanish'],
+  ['italian'],
+  ['portuguese'],
+  ['russian'],
+  ['chinese', 'mandarin'],
+  ['cantonese'],
+  ['japanese'],
+  ['korean'],
+  ['arabic'],
+  ['hindi'],
+  ['dutch'],
+  ['swedish'],
+  ['norwegian'],
+  ['danish'],
+  ['finnish'],
+  ['greek'],
+  ['turkish'],
+  ['hebrew'],
+  ['vietnamese'],
+  ['thai'],
+  ['indonesian'],
+  ['ukrainian'],
+  ['persian', 'farsi'],
+  ['urdu'],
+  ['bengali'],
+  ['swahili'],
+];
+
+/**
  * Words that name different things of one kind: a request that has one where another has a
  * different one asks something else ("sort ascending" / "sort descending", "the second highest"
  * / "the third highest", "convert to km" / "convert to grams"). Each inner list is one thing under
@@ -219,7 +255,7 @@ export function otherNames(a: TextInfo, b: TextInfo): string | null {
  * as the one word two requests differ in (`REPLACED`), and units of time, which requests convert
  * freely ("a 7-day plan" / "a plan for one week").
  */
-const SETS: readonly (readonly string[])[][] = [
+const SETS: readonly (readonly (readonly string[])[])[] = [
   [
     ['ascending', 'asc'],
     ['descending', 'desc'],
@@ -395,38 +431,8 @@ const SETS: readonly (readonly string[])[][] = [
   [['hundred'], ['thousand'], ['million'], ['billion'], ['trillion']],
   // Languages, and what a cuisine or a people is called: "translate it to french" / "to german".
   // (Not the countries: "imported in Japan" / "in Germany" is a question QQP calls the same.
-  // English, Polish and Latin count only as the one word replaced: "what does 'merci' mean in
-  // English" / "translate the French word 'merci'", "polish my cover letter".)
-  [
-    ['french'],
-    ['german'],
-    ['spanish'],
-    ['italian'],
-    ['portuguese'],
-    ['russian'],
-    ['chinese', 'mandarin'],
-    ['cantonese'],
-    ['japanese'],
-    ['korean'],
-    ['arabic'],
-    ['hindi'],
-    ['dutch'],
-    ['swedish'],
-    ['norwegian'],
-    ['danish'],
-    ['finnish'],
-    ['greek'],
-    ['turkish'],
-    ['hebrew'],
-    ['vietnamese'],
-    ['thai'],
-    ['indonesian'],
-    ['ukrainian'],
-    ['persian', 'farsi'],
-    ['urdu'],
-    ['bengali'],
-    ['swahili'],
-  ],
+  // English, Polish and Latin count only as the one word replaced: `REPLACED`.)
+  LANGUAGES,
   // Ways of cooking; baking and roasting, grilling and broiling are one.
   [
     ['boil', 'boiled', 'boiling'],
@@ -905,7 +911,7 @@ export function differentQuantities(a: Map<string, Set<string>>, b: Map<string, 
  * "set a variable", "even if", "turn up"), so they are in no set of `contrastingWords` and count
  * only as the one word two requests differ in.
  */
-const REPLACED: readonly (readonly string[])[][] = [
+const REPLACED: readonly (readonly (readonly string[])[])[] = [
   [['left'], ['right']],
   [['up'], ['down']],
   [['in', 'into'], ['out']],
@@ -969,23 +975,8 @@ const REPLACED: readonly (readonly string[])[][] = [
     ['hide', 'hiding'],
   ],
   [['value'], ['reference']],
-  [
-    ['english'],
-    ['polish'],
-    ['latin'],
-    ['french'],
-    ['german'],
-    ['spanish'],
-    ['italian'],
-    ['portuguese'],
-    ['russian'],
-    ['chinese', 'mandarin'],
-    ['japanese'],
-    ['korean'],
-    ['arabic'],
-    ['hindi'],
-    ['dutch'],
-  ],
+  // A language where nothing else differs: "translate it to english" / "to swedish".
+  [['english'], ['polish'], ['latin'], ...LANGUAGES],
   [
     ['accept', 'accepting', 'accepted'],
     ['decline', 'declining', 'declined', 'reject', 'rejecting', 'rejected', 'refuse', 'refusing'],

@@ -182,8 +182,9 @@ export function analyse(text: string): TextInfo {
   }
   // Typed all in lower case, a text shows no names by their capitals ("how tall is lebron james"):
   // its words the tokenizer's vocabulary lacks stand in for them.
-  const lowerCase = /[a-z]/.test(text) && !/\p{Lu}/u.test(text);
-  const sentenceCase = lowerCase || (/[a-z]/.test(text) && !/\p{Lu}/u.test(text.replace(UNMARKED_CAPITAL, '')));
+  const latin = /[a-z]/.test(text);
+  const lowerCase = latin && !/\p{Lu}/u.test(text);
+  const sentenceCase = lowerCase || (latin && !/\p{Lu}/u.test(text.replace(UNMARKED_CAPITAL, '')));
   if (lowerCase) {
     for (const w of words) if (/^[a-z]{2,}$/.test(w) && !STOP.has(w) && !inVocabulary(w)) names.add(w);
   }
