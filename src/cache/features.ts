@@ -251,9 +251,13 @@ export function aroundShared(a: TextInfo, b: TextInfo): { a: string; b: string }
   while (start < most && x[start] === y[start]) start++;
   let end = 0;
   while (end < most - start && x[x.length - 1 - end] === y[y.length - 1 - end]) end++;
-  if (start + end < SHARED_PASSAGE_WORDS) return null;
-  const restA = x.slice(start, x.length - end);
-  const restB = y.slice(start, y.length - end);
+  let restA = x.slice(start, x.length - end);
+  let restB = y.slice(start, y.length - end);
+  if (start + end < SHARED_PASSAGE_WORDS) {
+    const apart = apartFromShared(restA, restB);
+    if (apart === null) return null;
+    [restA, restB] = apart;
+  }
   // Question words and negations count: "… Who signed it?" and "… When was it signed?", "… Is it
   // safe?" and "… Is it not safe?" differ around the passage.
   const meaning = (words: string[]) => new Set(words.filter((w) => !STOP.has(w) || QUESTION_WORDS.has(w) || NEGATIONS.has(w)).map(stem));
@@ -263,6 +267,62 @@ export function aroundShared(a: TextInfo, b: TextInfo): { a: string; b: string }
   // What differs is judged on its first 2,000 characters: a question or an instruction, not a
   // second document.
   return { a: restA.join(' ').slice(0, 2000), b: restB.join(' ').slice(0, 2000) };
+}
+
+/** Shared runs of words are found from shared runs of this many words. */
+const ANCHOR_WORDS = 6;
+/** Places of one run of `ANCHOR_WORDS` words in a text that are tried (a text may repeat itself). */
+const ANCHOR_PLACES = 8;
+/** A run of differing words this long, on either side, is a passage of its own. */
+const OWN_PASSAGE_WORDS = 4;
+
+/**
+ * A template edited here and there with another request in it (a long instruction, reworded in a
+ * word or two, with a different puzzle after it): when the texts share a run of
+ * `SHARED_PASSAGE_WORDS` words or more somewhere, the words of each that lie between their shared
+ * runs (of `ANCHOR_WORDS` or more, taken in order) in stretches of `OWN_PASSAGE_WORDS` or more on
+ * either side. Stretches of a word or two (a synonym, a spelling) are left to the whole texts'
+ * score. Null when no shared run is that long, or no stretch between them is.
+ */
+function apartFromShared(x: string[], y: string[]): [string[], string[]] | null {
+  if (Math.min(x.length, y.length) < SHARED_PASSAGE_WORDS) return null;
+  const places = new Map<string, number[]>();
+  for (let j = 0; j + ANCHOR_WORDS <= y.length; j++) {
+    const run = y.slice(j, j + ANCHOR_WORDS).join(' ');
+    const at = places.get(run);
+    if (!at) places.set(run, [j]);
+    else if (at.length < ANCHOR_PLACES) at.push(j);
+  }
+  const a: string[] = [];
+  const b: string[] = [];
+  let longest = 0;
+  // The end of the last shared run in each text.
+  let i0 = 0;
+  let j0 = 0;
+  const apart = (i: number, j: number) => {
+    if (i - i0 >= OWN_PASSAGE_WORDS || j - j0 >= OWN_PASSAGE_WORDS) (a.push(...x.slice(i0, i)), b.push(...y.slice(j0, j)));
+  };
+  for (let i = 0; i + ANCHOR_WORDS <= x.length;) {
+    let n = 0;
+    let at = -1;
+    for (const j of places.get(x.slice(i, i + ANCHOR_WORDS).join(' ')) ?? []) {
+      if (j < j0) continue;
+      let m = ANCHOR_WORDS;
+      while (i + m < x.length && j + m < y.length && x[i + m] === y[j + m]) m++;
+      if (m > n) [n, at] = [m, j];
+    }
+    if (n === 0) {
+      i++;
+      continue;
+    }
+    apart(i, at);
+    longest = Math.max(longest, n);
+    i0 = i += n;
+    j0 = at + n;
+  }
+  apart(x.length, y.length);
+  if (longest < SHARED_PASSAGE_WORDS || (a.length === 0 && b.length === 0)) return null;
+  return [a, b];
 }
 
 /** A crude stem so that plurals and simple inflections compare equal. */

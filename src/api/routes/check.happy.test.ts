@@ -226,6 +226,27 @@ describe('POST /api/v1/check', () => {
     }
   });
 
+  test('a template edited here and there with another request inside is a miss; with the same request it hits', async () => {
+    // Edited at its start and its end: no long passage is shared at the start and end together.
+    const template = (tutor: string, problem: string, thanks: string) =>
+      `You are a ${tutor} maths tutor. I will give you a problem; think step by step, show each step on its own line, ` +
+      'check your arithmetic twice, and give the final answer in bold at the end. Keep the explanation short and plain, ' +
+      'and use words a twelve year old would know. When a step needs a formula, write the formula first and then put the ' +
+      'numbers into it. When there is more than one way to solve it, choose the shortest and mention the other in one ' +
+      'sentence. Round money to the cent and lengths to one decimal place, and always state the units. ' +
+      `Avoid jargon, and say so if the problem cannot be solved.\n\nProblem: ${problem}\n\n${thanks}`;
+    const train = 'A train leaves at 3 pm travelling at 60 km/h. How far has it gone by 5:30 pm?';
+    const namespace = `template-${Math.random()}`;
+    const stored = template('careful', train, 'Thanks!');
+    await t.post('/api/v1/store', { messages: [user(stored)], answer: 'cached', model: 'gpt-4o', namespace }, key);
+    const other = template('patient', 'A farmer has 17 sheep and all but 9 run away. How many are left?', 'Thank you!');
+    const miss = (await t.post('/api/v1/check', { messages: [user(other)], namespace }, key)).json();
+    assert.equal(miss.cache_hit, false);
+    const same = (await t.post('/api/v1/check', { messages: [user(template('patient', train, 'Thank you!'))], namespace }, key)).json();
+    assert.equal(same.cache_hit, true);
+    assert.equal(same.answer, 'cached');
+  });
+
   test('a request naming another thing of one kind, swapping two things, naming other quantities or another person, or with one word replaced by its opposite is a miss; a farther entry asking the same is served', async () => {
     // The query is nearer the first entry (cosine 0.83–0.98) than the second (0.52–0.91).
     for (const [other, same, query] of [
