@@ -138,8 +138,6 @@ export interface TextInfo {
   charTrigrams: Set<string>;
   /** Ends with a question mark. */
   question: boolean;
-  /** Where each line but the first starts, as an index into `words`. */
-  lineStarts: number[];
   /** Has Latin letters and no capital letter of any script: typed all in lower case. */
   lowerCase: boolean;
   /**
@@ -153,19 +151,8 @@ export interface TextInfo {
 /** A capital that says nothing of a name: a sentence's first letter, or the pronoun "I" ("I'm"). */
 const UNMARKED_CAPITAL = /(?:^|[.!?:;]\s+|\n\s*|["'(\[]\s*)\p{Lu}|(?<![\p{L}\p{N}])I(?![\p{L}\p{N}])/gu;
 
-const WORD = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
-
 export function analyse(text: string): TextInfo {
-  const words = text.toLowerCase().match(WORD) ?? [];
-  const lineStarts: number[] = [];
-  if (text.includes('\n')) {
-    let at = 0;
-    for (const line of text.split('\n')) {
-      const n = line.toLowerCase().match(WORD)?.length ?? 0;
-      if (n > 0 && at > 0 && lineStarts.at(-1) !== at) lineStarts.push(at);
-      at += n;
-    }
-  }
+  const words = text.toLowerCase().match(/[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu) ?? [];
   const content = new Set<string>();
   const weight = new Map<string, number>();
   const numbers = new Set<string>();
@@ -222,7 +209,6 @@ export function analyse(text: string): TextInfo {
     bigrams,
     charTrigrams,
     question: /\?\s*$/.test(text),
-    lineStarts,
     lowerCase,
     sentenceCase,
   };
@@ -267,7 +253,7 @@ export function aroundShared(a: TextInfo, b: TextInfo): { a: string; b: string }
   while (end < most - start && x[x.length - 1 - end] === y[y.length - 1 - end]) end++;
   let restA = x.slice(start, x.length - end);
   let restB = y.slice(start, y.length - end);
-  if (start + end < SHARED_PASSAGE_WORDS && !sharedLines(a, b, start, end)) {
+  if (start + end < SHARED_PASSAGE_WORDS) {
     const apart = apartFromShared(restA, restB);
     if (apart === null) return null;
     [restA, restB] = apart;
@@ -281,29 +267,6 @@ export function aroundShared(a: TextInfo, b: TextInfo): { a: string; b: string }
   // What differs is judged on its first 2,000 characters: a question or an instruction, not a
   // second document.
   return { a: restA.join(' ').slice(0, 2000), b: restB.join(' ').slice(0, 2000) };
-}
-
-/** Words of whole lines two texts must share, at their start and end together, for `aroundShared`. */
-export const SHARED_LINES_WORDS = 8;
-
-/**
- * Whether two texts that share `start` words at their start and `end` at their end share whole
- * lines that way, of `SHARED_LINES_WORDS` words or more and more words than either says besides: an
- * instruction on a line of its own, with another short request on the next ("Solve this crossword
- * clue. Only output the answer, in uppercase.\nSunrise's direction (4 letters)").
- */
-function sharedLines(a: TextInfo, b: TextInfo, start: number, end: number): boolean {
-  if (a.lineStarts.length === 0 || b.lineStarts.length === 0) return false;
-  const fromEnd = (info: TextInfo) => new Set(info.lineStarts.map((i) => info.words.length - i));
-  let lines = 0;
-  const bStarts = new Set(b.lineStarts);
-  for (const i of a.lineStarts) if (i <= start && bStarts.has(i)) lines = Math.max(lines, i);
-  const bEnds = fromEnd(b);
-  let tail = 0;
-  for (const i of fromEnd(a)) if (i <= end && bEnds.has(i)) tail = Math.max(tail, i);
-  // The shared lines must outweigh what differs, as a long passage does.
-  const differs = Math.max(a.words.length, b.words.length) - start - end;
-  return lines + tail >= Math.max(SHARED_LINES_WORDS, differs);
 }
 
 /** Shared runs of words are found from shared runs of this many words. */
