@@ -978,8 +978,16 @@ const REPLACED: readonly (readonly (readonly string[])[])[] = [
   // A language where nothing else differs: "translate it to english" / "to swedish".
   [['english'], ['polish'], ['latin'], ...LANGUAGES],
   [
-    ['accept', 'accepting', 'accepted'],
+    ['accept', 'accepting', 'accepted', 'approve', 'approving', 'approved'],
     ['decline', 'declining', 'declined', 'reject', 'rejecting', 'rejected', 'refuse', 'refusing'],
+  ],
+  [
+    ['keep', 'keeping', 'kept'],
+    ['discard', 'discarding', 'discarded'],
+  ],
+  [
+    ['synonym', 'synonyms'],
+    ['antonym', 'antonyms'],
   ],
 ];
 const REPLACED_MEMBERS = membersOf(REPLACED);
