@@ -286,11 +286,26 @@ const OWN_PASSAGE_WORDS = 4;
  */
 function apartFromShared(x: string[], y: string[]): [string[], string[]] | null {
   if (Math.min(x.length, y.length) < SHARED_PASSAGE_WORDS) return null;
-  const places = new Map<string, number[]>();
-  for (let j = 0; j + ANCHOR_WORDS <= y.length; j++) {
-    const run = y.slice(j, j + ANCHOR_WORDS).join(' ');
-    const at = places.get(run);
-    if (!at) places.set(run, [j]);
+  // Words as numbers, and each run of `ANCHOR_WORDS` as a hash of them: a long text costs no
+  // string per run. A hash shared by chance is caught below, where the words are compared.
+  const ids = new Map<string, number>();
+  const idOf = (w: string) => {
+    let id = ids.get(w);
+    if (id === undefined) ids.set(w, (id = ids.size));
+    return id;
+  };
+  const xs = x.map(idOf);
+  const ys = y.map(idOf);
+  const hashAt = (s: number[], i: number) => {
+    let h = 0x811c9dc5;
+    for (let k = i; k < i + ANCHOR_WORDS; k++) h = Math.imul(h ^ (s[k] as number), 0x01000193);
+    return h;
+  };
+  const places = new Map<number, number[]>();
+  for (let j = 0; j + ANCHOR_WORDS <= ys.length; j++) {
+    const h = hashAt(ys, j);
+    const at = places.get(h);
+    if (!at) places.set(h, [j]);
     else if (at.length < ANCHOR_PLACES) at.push(j);
   }
   const a: string[] = [];
@@ -302,14 +317,14 @@ function apartFromShared(x: string[], y: string[]): [string[], string[]] | null 
   const apart = (i: number, j: number) => {
     if (i - i0 >= OWN_PASSAGE_WORDS || j - j0 >= OWN_PASSAGE_WORDS) (a.push(...x.slice(i0, i)), b.push(...y.slice(j0, j)));
   };
-  for (let i = 0; i + ANCHOR_WORDS <= x.length;) {
+  for (let i = 0; i + ANCHOR_WORDS <= xs.length;) {
     let n = 0;
     let at = -1;
-    for (const j of places.get(x.slice(i, i + ANCHOR_WORDS).join(' ')) ?? []) {
+    for (const j of places.get(hashAt(xs, i)) ?? []) {
       if (j < j0) continue;
-      let m = ANCHOR_WORDS;
-      while (i + m < x.length && j + m < y.length && x[i + m] === y[j + m]) m++;
-      if (m > n) [n, at] = [m, j];
+      let m = 0;
+      while (i + m < xs.length && j + m < ys.length && xs[i + m] === ys[j + m]) m++;
+      if (m >= ANCHOR_WORDS && m > n) [n, at] = [m, j];
     }
     if (n === 0) {
       i++;
