@@ -24,6 +24,7 @@ describe('contrastingWords', () => {
     assert.equal(contrast('how many calories in a boiled egg', 'how many calories in a fried egg'), 'boil/fry');
     assert.equal(contrast('what is the atomic number of carbon', 'what is the atomic number of oxygen'), 'carbon/oxygen');
     assert.equal(contrast('how to deploy a docker container on aws', 'how to deploy a docker container on azure'), 'aws/azure');
+    assert.equal(contrast('what happens during evaporation', 'what happens during condensation'), 'evaporation/condensation');
     assert.equal(contrast('How do I create a component in React?', 'How do I create a component in Vue?'), 'react/vue');
     assert.equal(
       contrast('is it safe to take aspirin while pregnant', 'is it safe to take tylenol while pregnant'),
@@ -285,5 +286,27 @@ describe('differentRequest', () => {
     assert.equal(d('how to zoom in on a mac', 'how to zoom out on a mac'), 'in/out');
     // The same words are the same request, however a number is grouped.
     assert.equal(d('Is 10,000 steps a day enough?', 'Is 10 000 steps a day enough?'), null);
+  });
+
+  test('a question that opens with another of who, when, where and why is another question', () => {
+    const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
+    // A follow-up is read after the turn before it: the last line opens the question.
+    assert.equal(
+      d(
+        'What is the significance of the Rosetta Stone?\nwhen was it discovered',
+        'Tell me about the Rosetta Stone.\nwhere is it kept today',
+      ),
+      'when/where',
+    );
+    assert.equal(d('Who invented the telephone?', 'When was the telephone invented?'), 'who/when');
+    // "What" and "how" ask for any of them.
+    assert.equal(
+      d('Tell me about the Eiffel Tower.\nwhat year was it completed', 'Tell me about the Eiffel Tower.\nwhen was it completed'),
+      null,
+    );
+    assert.equal(d('How come the sky is blue?', 'Why is the sky blue?'), null);
+    assert.equal(d('Whom did Henry VIII marry first?', 'Who did Henry VIII marry first?'), null);
+    // One asks both.
+    assert.equal(d('When/where does glycolysis occur? Why?', 'Where does glycolysis occur?'), null);
   });
 });

@@ -18,8 +18,26 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
     swappedRoles(a, b) ??
     differentQuantities(a.quantities, b.quantities) ??
     otherNames(a, b) ??
-    replacedWord(a, b)
+    replacedWord(a, b) ??
+    otherQuestion(a, b)
   );
+}
+
+/** Question words that ask for different things: "when was it discovered" / "where is it kept". */
+const ASKING = new Set(['who', 'whom', 'when', 'where', 'why']);
+
+/**
+ * Whether two questions open with different words of `ASKING` (a follow-up read after its context:
+ * the last line), neither asking the other's anywhere ("When/where does glycolysis occur?" asks
+ * "where" too). "What" and "how" are left out, as they ask for any of these ("what year", "how
+ * come").
+ */
+function otherQuestion(a: TextInfo, b: TextInfo): string | null {
+  const x = a.opening === 'whom' ? 'who' : a.opening;
+  const y = b.opening === 'whom' ? 'who' : b.opening;
+  if (x === y || !ASKING.has(x) || !ASKING.has(y)) return null;
+  const asks = (info: TextInfo, w: string) => info.questionWords.has(w) || (w === 'who' && info.questionWords.has('whom'));
+  return asks(a, y) || asks(b, x) ? null : `${x}/${y}`;
 }
 
 type NameKind = 'person' | 'place' | 'organisation' | 'team';
@@ -443,6 +461,14 @@ const SETS: readonly (readonly (readonly string[])[])[] = [
     ['grill', 'grilled', 'grilling', 'broil', 'broiled', 'broiling'],
     ['steam', 'steamed', 'steaming'],
     ['raw'],
+  ],
+  // Changes of state: "what happens during evaporation" / "during condensation".
+  [
+    ['evaporation', 'evaporate', 'evaporates', 'evaporating'],
+    ['condensation', 'condense', 'condenses', 'condensing'],
+    ['sublimation', 'sublimate', 'sublimates'],
+    ['melting', 'melt', 'melts'],
+    ['freezing', 'freeze', 'freezes'],
   ],
   [
     ['hydrogen'],

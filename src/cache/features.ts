@@ -138,6 +138,8 @@ export interface TextInfo {
   charTrigrams: Set<string>;
   /** Ends with a question mark. */
   question: boolean;
+  /** The first word of the last line: what a question (or a follow-up after its context) opens with. */
+  opening: string;
   /** Has Latin letters and no capital letter of any script: typed all in lower case. */
   lowerCase: boolean;
   /**
@@ -151,8 +153,11 @@ export interface TextInfo {
 /** A capital that says nothing of a name: a sentence's first letter, or the pronoun "I" ("I'm"). */
 const UNMARKED_CAPITAL = /(?:^|[.!?:;]\s+|\n\s*|["'(\[]\s*)\p{Lu}|(?<![\p{L}\p{N}])I(?![\p{L}\p{N}])/gu;
 
+/** A word: letters and digits of any script, with an apostrophe's ending ("don't", "it's"). */
+const WORD = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
+
 export function analyse(text: string): TextInfo {
-  const words = text.toLowerCase().match(/[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu) ?? [];
+  const words = text.toLowerCase().match(WORD) ?? [];
   const content = new Set<string>();
   const weight = new Map<string, number>();
   const numbers = new Set<string>();
@@ -209,6 +214,12 @@ export function analyse(text: string): TextInfo {
     bigrams,
     charTrigrams,
     question: /\?\s*$/.test(text),
+    opening:
+      text
+        .trimEnd()
+        .slice(text.trimEnd().lastIndexOf('\n') + 1)
+        .toLowerCase()
+        .match(WORD)?.[0] ?? '',
     lowerCase,
     sentenceCase,
   };
