@@ -4,7 +4,7 @@
  * so far is stored) and writes every semantic hit for review: what was asked, the request whose
  * answer was served (the last two user turns of each) and the score.
  *
- *   node --import tsx eval/replay.ts [--data DIR] [--limit 2000] [--out FILE]   (default: replay-hits.json in the temp dir)
+ *   node --import tsx eval/replay.ts [--data DIR] [--limit 2000] [--threshold 0.85] [--out FILE]   (default: replay-hits.json in the temp dir)
  *
  * The prompt sets carry no labels: whether a hit was right is for a reader to judge
  * (docs/quality.md, "Real traffic").
@@ -24,6 +24,7 @@ const { values } = parseArgs({
   options: {
     data: { type: 'string' },
     limit: { type: 'string', default: '2000' },
+    threshold: { type: 'string', default: '0.85' },
     out: { type: 'string', default: path.join(tmpdir(), 'replay-hits.json') },
   },
 });
@@ -35,6 +36,11 @@ if (!dir) {
 }
 if (!Number.isInteger(limit) || limit < 1) {
   console.error(`--limit must be a positive whole number, not ${values.limit}`);
+  process.exit(2);
+}
+const threshold = Number(values.threshold);
+if (values.threshold.trim() === '' || !(threshold >= 0 && threshold <= 1)) {
+  console.error(`--threshold must be a number from 0 to 1, not ${values.threshold}`);
   process.exit(2);
 }
 
@@ -68,7 +74,7 @@ try {
         .map((m) => m.content)
         .slice(-2);
       checks++;
-      const r = await runtime.ctx.cache.check(account, { messages });
+      const r = await runtime.ctx.cache.check(account, { messages, similarityThreshold: threshold });
       if (!r.cacheHit) {
         // The stored answer is what was asked, so a hit shows which request it was served from.
         await runtime.ctx.cache.store(account, { messages, answer: JSON.stringify(asked), model: 'replay' });

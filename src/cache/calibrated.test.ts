@@ -52,7 +52,7 @@ describe('CalibratedScorer', () => {
     assert.ok(alone > 0 && alone < 1 && crowded > 0 && crowded < 1);
   });
 
-  test('texts with the same words score 1, unless operators, signs or emoji tell them apart', () => {
+  test('texts with the same words score 1, contractions written out and greetings as one, unless operators, signs or emoji tell them apart', () => {
     const scorer = new CalibratedScorer();
     const v = query.vector;
     const score = (a: string, b: string) => scorer.score({ text: a, vector: v }, { text: b, vector: v }, 1);
@@ -66,6 +66,12 @@ describe('CalibratedScorer', () => {
       ['I ❤️ Paris', 'I ❤ Paris'],
       ['Thanks!', 'thanks'],
       ['Explain **closures** in JS', 'Explain closures in JS'],
+      // Contractions written out, with either apostrophe or none, and greetings.
+      ["What's your name?", 'What is your name?'],
+      ['I can’t log in', 'I cannot log in'],
+      ['whats up', "what's up"],
+      ['Hi!', 'Hello'],
+      ['Hey, how are you?', 'hello how are you'],
     ]) {
       assert.equal(score(x as string, y as string), 1, `${x} / ${y}`);
     }
@@ -82,6 +88,9 @@ describe('CalibratedScorer', () => {
     ]) {
       assert.equal(score(a as string, b as string), 0, `${a} / ${b}`);
     }
+    // "its" and "it's" are other words; a greeting with more to it is more than a greeting.
+    assert.notEqual(score('What is its size?', "What is it's size?"), 1);
+    assert.notEqual(score('Hi, tell me a joke', 'Hello'), 1);
   });
 
   test('names typed in lower case tell questions apart; the same name reworded still hits', async () => {

@@ -275,8 +275,9 @@ export class CalibratedScorer implements HitScorer {
     // remembering each would only fill the memo (and the garbage collector's work) with them.
     const a = this.analyseQuery(query);
     const b = this.analyse(candidate.text, candidate.scope);
-    // The same words: the same question, unless operators or signs tell them apart ("5+3", "5-3").
-    if (a.normalised === b.normalised) return a.symbols === b.symbols ? 1 : 0;
+    // The same words (contractions written out, greetings as one): the same question, unless
+    // operators or signs tell them apart ("5+3", "5-3").
+    if (a.canonical === b.canonical) return a.symbols === b.symbols ? 1 : 0;
     // Requests that name different things of one kind, swap two things or name other quantities.
     if (this.differs(query, candidate) !== null) return 0;
     const x = inputVector(this.model, pairFeatures(a, b, cosine), query.vector, candidate.vector, this.input);

@@ -12,7 +12,7 @@ import { rarity, UNSEEN, type TextInfo } from './features.ts';
  */
 export function differentRequest(a: TextInfo, b: TextInfo): string | null {
   // The same words: the same request ("10,000" and "10 000", "[1,2]" and "[1, 2]").
-  if (a.normalised === b.normalised) return null;
+  if (a.canonical === b.canonical) return null;
   return (
     contrastingWords(a, b) ??
     swappedRoles(a, b) ??

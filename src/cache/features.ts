@@ -126,6 +126,11 @@ export interface TextInfo {
   names: Set<string>;
   normalised: string;
   /**
+   * `normalised` with contractions written out and greetings as one word: "what's your name" and
+   * "what is your name", "hi there" and "hello there" are the same words.
+   */
+  canonical: string;
+  /**
    * The characters besides words that can change what a text asks, in order: operators and signs
    * (`+ - * / = < > ^ % ~ # & | @ $ \`, `!=`, a factorial's `!`) and emoji. Punctuation of any
    * script, markdown markers and emphasis, and a hyphen or slash joining two words are left out.
@@ -153,10 +158,82 @@ export interface TextInfo {
 /** A capital that says nothing of a name: a sentence's first letter, or the pronoun "I" ("I'm"). */
 const UNMARKED_CAPITAL = /(?:^|[.!?:;]\s+|\n\s*|["'(\[]\s*)\p{Lu}|(?<![\p{L}\p{N}])I(?![\p{L}\p{N}])/gu;
 
+/**
+ * Words that are other words written another way: contractions (with their apostrophe, and the
+ * common ones without it where that is no other word: "dont", but not "its", "wont" or "well"),
+ * and greetings, which are all answered alike.
+ */
+const SAME_WORDS = new Map<string, string>([
+  ...(
+    [
+      ["what's", 'what is'],
+      ["that's", 'that is'],
+      ["it's", 'it is'],
+      ["there's", 'there is'],
+      ["here's", 'here is'],
+      ["who's", 'who is'],
+      ["where's", 'where is'],
+      ["how's", 'how is'],
+      ["when's", 'when is'],
+      ["why's", 'why is'],
+      ["he's", 'he is'],
+      ["she's", 'she is'],
+      ["let's", 'let us'],
+      ["i'm", 'i am'],
+      ["you're", 'you are'],
+      ["we're", 'we are'],
+      ["they're", 'they are'],
+      ["i've", 'i have'],
+      ["you've", 'you have'],
+      ["we've", 'we have'],
+      ["they've", 'they have'],
+      ["i'll", 'i will'],
+      ["you'll", 'you will'],
+      ["we'll", 'we will'],
+      ["they'll", 'they will'],
+      ["i'd", 'i would'],
+      ["you'd", 'you would'],
+      ["don't", 'do not'],
+      ["doesn't", 'does not'],
+      ["didn't", 'did not'],
+      ["isn't", 'is not'],
+      ["aren't", 'are not'],
+      ["wasn't", 'was not'],
+      ["weren't", 'were not'],
+      ["can't", 'can not'],
+      ['cannot', 'can not'],
+      ["couldn't", 'could not'],
+      ["shouldn't", 'should not'],
+      ["wouldn't", 'would not'],
+      ["won't", 'will not'],
+      ["haven't", 'have not'],
+      ["hasn't", 'has not'],
+      ["hadn't", 'had not'],
+      ['whats', 'what is'],
+      ['thats', 'that is'],
+      ['dont', 'do not'],
+      ['doesnt', 'does not'],
+      ['didnt', 'did not'],
+      ['isnt', 'is not'],
+      ['arent', 'are not'],
+      ['wasnt', 'was not'],
+      ['couldnt', 'could not'],
+      ['shouldnt', 'should not'],
+      ['wouldnt', 'would not'],
+      ['havent', 'have not'],
+      ['im', 'i am'],
+      ['ive', 'i have'],
+      ['youre', 'you are'],
+    ] as const
+  ).map(([w, same]) => [w, same] as [string, string]),
+  ...['hi', 'hey', 'hiya', 'howdy', 'greetings', 'hello', 'helo', 'hallo'].map((w) => [w, 'hello'] as [string, string]),
+]);
+
 /** A word: letters and digits of any script, with an apostrophe's ending ("don't", "it's"). */
 const WORD = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
 
 export function analyse(text: string): TextInfo {
+  // A typographic apostrophe is an apostrophe: "can’t" is "can't".
   const words = text.toLowerCase().match(WORD) ?? [];
   const content = new Set<string>();
   const weight = new Map<string, number>();
@@ -194,6 +271,10 @@ export function analyse(text: string): TextInfo {
     for (const w of words) if (/^[a-z]{2,}$/.test(w) && !STOP.has(w) && !inVocabulary(w)) names.add(w);
   }
   const normalised = words.join(' ');
+  // A typographic apostrophe is an apostrophe here ("can’t" is "can't"). The model's features
+  // read it as a break between words, as the model was trained.
+  const asTyped = text.includes('’') ? (text.toLowerCase().replaceAll('’', "'").match(WORD) ?? []) : words;
+  const canonical = asTyped.map((w) => SAME_WORDS.get(w) ?? w).join(' ');
   const bigrams = new Set<string>();
   for (let i = 0; i + 1 < words.length; i++) bigrams.add(`${words[i]} ${words[i + 1]}`);
   const charTrigrams = new Set<string>();
@@ -209,6 +290,7 @@ export function analyse(text: string): TextInfo {
     questionWords,
     names,
     normalised,
+    canonical,
     symbols: symbolsOf(text),
     wordSet: new Set(words),
     bigrams,
