@@ -71,6 +71,7 @@ describe('CalibratedScorer', () => {
       ['I can’t log in', 'I cannot log in'],
       ['whats up', "what's up"],
       ['Hi!', 'Hello'],
+      ['Hello there!', 'hey'],
       ['Hey, how are you?', 'hello how are you'],
     ]) {
       assert.equal(score(x as string, y as string), 1, `${x} / ${y}`);

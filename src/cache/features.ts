@@ -274,7 +274,9 @@ export function analyse(text: string): TextInfo {
   // A typographic apostrophe is an apostrophe here ("can’t" is "can't"). The model's features
   // read it as a break between words, as the model was trained.
   const asTyped = text.includes('’') ? (text.toLowerCase().replaceAll('’', "'").match(WORD) ?? []) : words;
-  const canonical = asTyped.map((w) => SAME_WORDS.get(w) ?? w).join(' ');
+  let canonical = asTyped.map((w) => SAME_WORDS.get(w) ?? w).join(' ');
+  // A greeting alone is answered alike however long: "Hello there!" / "Hi".
+  if (/^hello(?: hello)*(?: there)?$/.test(canonical)) canonical = 'hello';
   const bigrams = new Set<string>();
   for (let i = 0; i + 1 < words.length; i++) bigrams.add(`${words[i]} ${words[i + 1]}`);
   const charTrigrams = new Set<string>();
