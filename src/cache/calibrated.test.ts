@@ -89,6 +89,19 @@ describe('CalibratedScorer', () => {
     ]) {
       assert.equal(score(a as string, b as string), 0, `${a} / ${b}`);
     }
+    // Words whose vowel signs differ are other words ("my son" / "my daughter" in Hindi; "news" /
+    // "rice" in Thai), and texts without words are themselves.
+    for (const [a, b] of [
+      ['मेरे बेटे के लिए नाम सुझाओ', 'मेरी बेटी के लिए नाम सुझाओ'],
+      ['ข่าววันนี้', 'ข้าววันนี้'],
+      ['???', '!!!'],
+      // A request about the writing, or quoting it, keeps its words as written.
+      ['Is it correct to write "I dont know"?', 'Is it correct to write "I don\'t know"?'],
+      ['Fix the spelling: whats your name', "Fix the spelling: what's your name"],
+      ["Is 'hey' too casual to open a work email?", "Is 'hello' too casual to open a work email?"],
+    ]) {
+      assert.notEqual(score(a as string, b as string), 1, `${a} / ${b}`);
+    }
     // "its" and "it's" are other words; a greeting with more to it is more than a greeting.
     assert.notEqual(score('What is its size?', "What is it's size?"), 1);
     assert.notEqual(score('Hi, tell me a joke', 'Hello'), 1);

@@ -308,5 +308,8 @@ describe('differentRequest', () => {
     assert.equal(d('Whom did Henry VIII marry first?', 'Who did Henry VIII marry first?'), null);
     // One asks both.
     assert.equal(d('When/where does glycolysis occur? Why?', 'Where does glycolysis occur?'), null);
+    // "When" opening a statement asks nothing; a contraction opens with its question word.
+    assert.equal(d('When I run npm install I get an EACCES error', 'Why do I get an EACCES error on npm install?'), null);
+    assert.equal(d("Where's the Louvre?", "When's the Louvre open?"), 'where/when');
   });
 });

@@ -25,17 +25,26 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
 
 /** Question words that ask for different things: "when was it discovered" / "where is it kept". */
 const ASKING = new Set(['who', 'whom', 'when', 'where', 'why']);
+/** Verbs that, after "when", "where" or "why", make it a question ("when was", not "when I run"). */
+const AUXILIARIES = new Set('is are was were am be do does did can could will would shall should may might must has have had'.split(' '));
+
+/** The question word of `ASKING` a text's last line opens a question with, if any. */
+function askedWith(info: TextInfo): string | null {
+  const [first, next] = info.opening;
+  if (first === 'who' || first === 'whom') return 'who';
+  return ASKING.has(first) && AUXILIARIES.has(next) ? first : null;
+}
 
 /**
  * Whether two questions open with different words of `ASKING` (a follow-up read after its context:
  * the last line), neither asking the other's anywhere ("When/where does glycolysis occur?" asks
  * "where" too). "What" and "how" are left out, as they ask for any of these ("what year", "how
- * come").
+ * come"), and so is "when" opening a statement ("When I run npm install I get an error").
  */
 function otherQuestion(a: TextInfo, b: TextInfo): string | null {
-  const x = a.opening === 'whom' ? 'who' : a.opening;
-  const y = b.opening === 'whom' ? 'who' : b.opening;
-  if (x === y || !ASKING.has(x) || !ASKING.has(y)) return null;
+  const x = askedWith(a);
+  const y = askedWith(b);
+  if (x === null || y === null || x === y) return null;
   const asks = (info: TextInfo, w: string) => info.questionWords.has(w) || (w === 'who' && info.questionWords.has('whom'));
   return asks(a, y) || asks(b, x) ? null : `${x}/${y}`;
 }

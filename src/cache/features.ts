@@ -143,8 +143,11 @@ export interface TextInfo {
   charTrigrams: Set<string>;
   /** Ends with a question mark. */
   question: boolean;
-  /** The first word of the last line: what a question (or a follow-up after its context) opens with. */
-  opening: string;
+  /**
+   * The first two words of the last line: what a question (or a follow-up after its context)
+   * opens with, contractions written out.
+   */
+  opening: [string, string];
   /** Has Latin letters and no capital letter of any script: typed all in lower case. */
   lowerCase: boolean;
   /**
@@ -159,12 +162,11 @@ export interface TextInfo {
 const UNMARKED_CAPITAL = /(?:^|[.!?:;]\s+|\n\s*|["'(\[]\s*)\p{Lu}|(?<![\p{L}\p{N}])I(?![\p{L}\p{N}])/gu;
 
 /**
- * Words that are other words written another way: contractions (with their apostrophe, and the
- * common ones without it where that is no other word: "dont", but not "its", "wont" or "well"),
- * and greetings, which are all answered alike.
+ * Contractions written out: with their apostrophe, and the common ones without it where that is no
+ * other word ("dont", but not "its", "wont" or "well").
  */
-const SAME_WORDS = new Map<string, string>([
-  ...(
+const CONTRACTIONS = new Map<string, string>(
+  (
     [
       ["what's", 'what is'],
       ["that's", 'that is'],
@@ -226,11 +228,48 @@ const SAME_WORDS = new Map<string, string>([
       ['youre', 'you are'],
     ] as const
   ).map(([w, same]) => [w, same] as [string, string]),
-  ...['hi', 'hey', 'hiya', 'howdy', 'greetings', 'hello', 'helo', 'hallo'].map((w) => [w, 'hello'] as [string, string]),
-]);
+);
+/** Greetings, answered alike. */
+const GREETINGS = new Set(['hi', 'hey', 'hiya', 'howdy', 'hello', 'greetings']);
+/** A request about the writing itself, whose contractions may be what it asks about. */
+const ABOUT_WRITING =
+  /\b(?:spell|spelling|spelled|grammar|grammatical|typos?|proofread|punctuation|apostrophes?|contractions?|letters|characters)\b/i;
+/** A quoted word or passage: "…", “…”, `…` or '…'. */
+const QUOTED = /["“”«»`]|(?:^|[\s(])'[^'\n]+'(?=[\s.,;:!?)]|$)/;
+/** Apostrophes as typed: typographic, modifier letter. */
+const APOSTROPHES = /[’‘ʼ]/g;
 
-/** A word: letters and digits of any script, with an apostrophe's ending ("don't", "it's"). */
-const WORD = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
+/**
+ * A text's words as `canonical` reads them: contractions written out (not in a request about the
+ * writing, or quoting it), a greeting that opens it as "hello", and a greeting alone as "hello"
+ * however long ("Hello there!"). A text without words is itself ("???" / "!!!").
+ */
+function canonicalOf(text: string, words: readonly string[]): string {
+  const typed = /[’‘ʼ]/.test(text) ? (text.toLowerCase().replace(APOSTROPHES, "'").match(WORD) ?? []) : words;
+  if (typed.length === 0) return text.trim();
+  if (GREETINGS.has(typed[0] as string) && typed.every((w, i) => GREETINGS.has(w) || (w === 'there' && i === typed.length - 1)))
+    return 'hello';
+  const asWritten = ABOUT_WRITING.test(text) || QUOTED.test(text);
+  return typed.map((w, i) => (i === 0 && GREETINGS.has(w) ? 'hello' : asWritten ? w : (CONTRACTIONS.get(w) ?? w))).join(' ');
+}
+
+/** The first two words of a text's last line, contractions written out ("where's" opens "where is"). */
+function openingOf(text: string): [string, string] {
+  const t = text.trimEnd();
+  const line = t
+    .slice(t.lastIndexOf('\n') + 1)
+    .toLowerCase()
+    .replace(APOSTROPHES, "'");
+  const first = (line.match(WORD) ?? []).slice(0, 2).flatMap((w) => (CONTRACTIONS.get(w) ?? w).split(' '));
+  return [first[0] ?? '', first[1] ?? ''];
+}
+
+/**
+ * A word: letters, the marks that follow them (the vowel signs of Hindi or Thai) and digits of any
+ * script, with an apostrophe's ending ("don't", "it's"). A mark after no letter (an emoji's
+ * variation selector) is none.
+ */
+const WORD = /[\p{L}\p{N}][\p{L}\p{M}\p{N}]*(?:'[\p{L}\p{M}]+)?/gu;
 
 export function analyse(text: string): TextInfo {
   // A typographic apostrophe is an apostrophe: "can’t" is "can't".
@@ -271,12 +310,7 @@ export function analyse(text: string): TextInfo {
     for (const w of words) if (/^[a-z]{2,}$/.test(w) && !STOP.has(w) && !inVocabulary(w)) names.add(w);
   }
   const normalised = words.join(' ');
-  // A typographic apostrophe is an apostrophe here ("can’t" is "can't"). The model's features
-  // read it as a break between words, as the model was trained.
-  const asTyped = text.includes('’') ? (text.toLowerCase().replaceAll('’', "'").match(WORD) ?? []) : words;
-  let canonical = asTyped.map((w) => SAME_WORDS.get(w) ?? w).join(' ');
-  // A greeting alone is answered alike however long: "Hello there!" / "Hi".
-  if (/^hello(?: hello)*(?: there)?$/.test(canonical)) canonical = 'hello';
+  const canonical = canonicalOf(text, words);
   const bigrams = new Set<string>();
   for (let i = 0; i + 1 < words.length; i++) bigrams.add(`${words[i]} ${words[i + 1]}`);
   const charTrigrams = new Set<string>();
@@ -298,12 +332,7 @@ export function analyse(text: string): TextInfo {
     bigrams,
     charTrigrams,
     question: /\?\s*$/.test(text),
-    opening:
-      text
-        .trimEnd()
-        .slice(text.trimEnd().lastIndexOf('\n') + 1)
-        .toLowerCase()
-        .match(WORD)?.[0] ?? '',
+    opening: openingOf(text),
     lowerCase,
     sentenceCase,
   };
