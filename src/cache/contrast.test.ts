@@ -25,6 +25,7 @@ describe('contrastingWords', () => {
     assert.equal(contrast('what is the atomic number of carbon', 'what is the atomic number of oxygen'), 'carbon/oxygen');
     assert.equal(contrast('how to deploy a docker container on aws', 'how to deploy a docker container on azure'), 'aws/azure');
     assert.equal(contrast('what happens during evaporation', 'what happens during condensation'), 'evaporation/condensation');
+    assert.equal(contrast('How many bones are in the adult human hand?', 'How many bones are in the adult human foot?'), 'hand/foot');
     assert.equal(contrast('How do I create a component in React?', 'How do I create a component in Vue?'), 'react/vue');
     assert.equal(
       contrast('is it safe to take aspirin while pregnant', 'is it safe to take tylenol while pregnant'),

@@ -471,6 +471,22 @@ const SETS: readonly (readonly (readonly string[])[])[] = [
     ['steam', 'steamed', 'steaming'],
     ['raw'],
   ],
+  // Limbs and joints: "how many bones are in the hand" / "in the foot", "pain in my knee" / "elbow".
+  // (Not the head, the back or the eyes, which requests name in other senses as often.)
+  [
+    ['hand', 'hands'],
+    ['foot', 'feet'],
+    ['arm', 'arms'],
+    ['leg', 'legs'],
+    ['knee', 'knees'],
+    ['elbow', 'elbows'],
+    ['shoulder', 'shoulders'],
+    ['ankle', 'ankles'],
+    ['wrist', 'wrists'],
+    ['hip', 'hips'],
+    ['finger', 'fingers'],
+    ['toe', 'toes'],
+  ],
   // Changes of state: "what happens during evaporation" / "during condensation".
   [
     ['evaporation', 'evaporate', 'evaporates', 'evaporating'],
