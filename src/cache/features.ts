@@ -432,36 +432,68 @@ function apartFromShared(x: string[], y: string[]): [string[], string[]] | null 
     if (!at) places.set(h, [j]);
     else if (at.length < ANCHOR_PLACES) at.push(j);
   }
+  // The length of the shared run from x[i] and y[j], within x[..x1] and y[..y1].
+  const runFrom = (i: number, j: number, x1: number, y1: number) => {
+    let m = 0;
+    while (i + m < x1 && j + m < y1 && xs[i + m] === ys[j + m]) m++;
+    return m;
+  };
+  // The longest shared run, found first: the passage that makes the texts embed alike. Taking runs
+  // only from the left would take a short one that comes early in one text and late in the other
+  // (an instruction moved from the start to the end) and pass over the passage.
+  let longest: Run = { i: 0, j: 0, n: 0 };
+  for (let i = 0; i + ANCHOR_WORDS <= xs.length; i++) {
+    for (const j of places.get(hashAt(xs, i)) ?? []) {
+      // A run that a longer one starting a word earlier holds is no start.
+      if (i > 0 && j > 0 && xs[i - 1] === ys[j - 1]) continue;
+      const n = runFrom(i, j, xs.length, ys.length);
+      if (n > longest.n) longest = { i, j, n };
+    }
+  }
+  if (longest.n < SHARED_PASSAGE_WORDS) return null;
+  // Before and after it, shared runs of `ANCHOR_WORDS` or more, taken from the left.
+  const runsWithin = (x0: number, x1: number, y0: number, y1: number): Run[] => {
+    const runs: Run[] = [];
+    for (let i = x0; i + ANCHOR_WORDS <= x1;) {
+      let best: Run | null = null;
+      for (const j of places.get(hashAt(xs, i)) ?? []) {
+        if (j < y0 || j + ANCHOR_WORDS > y1) continue;
+        const n = runFrom(i, j, x1, y1);
+        if (n >= ANCHOR_WORDS && n > (best?.n ?? 0)) best = { i, j, n };
+      }
+      if (best === null) {
+        i++;
+        continue;
+      }
+      runs.push(best);
+      i += best.n;
+      y0 = best.j + best.n;
+    }
+    return runs;
+  };
+  const runs = [
+    ...runsWithin(0, longest.i, 0, longest.j),
+    longest,
+    ...runsWithin(longest.i + longest.n, xs.length, longest.j + longest.n, ys.length),
+  ];
+  // What lies between the runs, in stretches of `OWN_PASSAGE_WORDS` or more on either side.
   const a: string[] = [];
   const b: string[] = [];
-  let longest = 0;
-  // The end of the last shared run in each text.
   let i0 = 0;
   let j0 = 0;
-  const apart = (i: number, j: number) => {
-    if (i - i0 >= OWN_PASSAGE_WORDS || j - j0 >= OWN_PASSAGE_WORDS) (a.push(...x.slice(i0, i)), b.push(...y.slice(j0, j)));
-  };
-  for (let i = 0; i + ANCHOR_WORDS <= xs.length;) {
-    let n = 0;
-    let at = -1;
-    for (const j of places.get(hashAt(xs, i)) ?? []) {
-      if (j < j0) continue;
-      let m = 0;
-      while (i + m < xs.length && j + m < ys.length && xs[i + m] === ys[j + m]) m++;
-      if (m >= ANCHOR_WORDS && m > n) [n, at] = [m, j];
-    }
-    if (n === 0) {
-      i++;
-      continue;
-    }
-    apart(i, at);
-    longest = Math.max(longest, n);
-    i0 = i += n;
-    j0 = at + n;
+  for (const r of [...runs, { i: xs.length, j: ys.length, n: 0 }]) {
+    if (r.i - i0 >= OWN_PASSAGE_WORDS || r.j - j0 >= OWN_PASSAGE_WORDS) (a.push(...x.slice(i0, r.i)), b.push(...y.slice(j0, r.j)));
+    i0 = r.i + r.n;
+    j0 = r.j + r.n;
   }
-  apart(x.length, y.length);
-  if (longest < SHARED_PASSAGE_WORDS || (a.length === 0 && b.length === 0)) return null;
-  return [a, b];
+  return a.length === 0 && b.length === 0 ? null : [a, b];
+}
+
+/** A run of words shared by two texts: from x[i] and y[j], n words. */
+interface Run {
+  i: number;
+  j: number;
+  n: number;
 }
 
 /** A crude stem so that plurals and simple inflections compare equal. */

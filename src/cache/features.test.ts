@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { analyse, aroundShared } from './features.ts';
+
+const P =
+  'The Treaty of Westphalia was signed in 1648 and ended the Thirty Years War in the Holy Roman Empire and the Eighty ' +
+  'Years War between Spain and the Dutch Republic, establishing the principle of state sovereignty that shapes ' +
+  'international law to this day in Europe and beyond.';
+const around = (a: string, b: string) => aroundShared(analyse(a), analyse(b));
+
+describe('aroundShared', () => {
+  test('what two texts say around a passage shared at their start and end', () => {
+    assert.deepEqual(around(`Summarize this: ${P}`, `Translate this to French: ${P}`), {
+      a: 'summarize this',
+      b: 'translate this to french',
+    });
+    assert.deepEqual(around(`${P}\nWho signed it?`, `${P}\nWhen was it signed?`), { a: 'who signed it', b: 'when was it signed' });
+  });
+
+  test('a passage shared in the middle, with the texts edited here and there around it', () => {
+    // A word changed at the start (a stretch of one word, left to the whole texts' score) and
+    // another request at the end.
+    assert.deepEqual(around(`Kindly read ${P} Then tell me who signed the treaty.`, `Please read ${P} Then tell me when the war ended.`), {
+      a: 'who signed the treaty',
+      b: 'when the war ended',
+    });
+    // An instruction moved from the start to the end: the passage is found first, not the
+    // instruction that comes early in one text and late in the other.
+    assert.deepEqual(
+      around(
+        `Please answer in one short sentence only. ${P} Who signed the treaty?`,
+        `${P} When was the treaty signed? Please answer in one short sentence only.`,
+      ),
+      {
+        a: 'please answer in one short sentence only who signed the treaty',
+        b: 'when was the treaty signed please answer in one short sentence only',
+      },
+    );
+  });
+
+  test('nothing to judge apart: words of the same meaning, edits of a word or two, no long passage', () => {
+    assert.equal(around(`Summarize this: ${P}`, `Please summarize this: ${P}`), null);
+    assert.equal(around(`Kindly read ${P} Thanks!`, `Please read ${P} Thank you!`), null);
+    assert.equal(around('Who signed the Treaty of Westphalia?', 'When was the Treaty of Westphalia signed?'), null);
+    assert.equal(around('', ''), null);
+  });
+});
