@@ -117,12 +117,25 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.locator('#entries-table tr.clickable', { hasText: 'What does the dashboard show?' }).waitFor({ state: 'detached' });
     assert.equal((await api(server.url, 'POST', '/api/v1/check', apiKey, { messages })).json.cache_hit, false);
 
-    // Settings.
+    // Settings. While the current ones are on their way (held here), the form cannot be typed
+    // into: what was typed would be overwritten when they arrive.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route('**/dashboard/api/me', async (route) => {
+      await held;
+      await route.continue();
+    });
     await page.click('button[data-tab=settings]');
+    assert.equal(await page.locator('#threshold').isDisabled(), true);
+    release();
     await page.fill('#threshold', '0.9');
     await page.fill('#ttl', '86400');
     await page.click('#settings-form button[type=submit]');
     await page.locator('#settings-saved').waitFor();
+    await page.unroute('**/dashboard/api/me');
+    const me = await page.evaluate(async () => (await fetch('/dashboard/api/me')).json());
+    assert.equal(me.account.default_threshold, 0.9);
+    assert.equal(me.account.entry_ttl_seconds, 86400);
     await shot('settings');
 
     await page.click('#logout');

@@ -211,11 +211,19 @@
   }
 
   // ---- Settings ----
+  // The form is disabled until the current settings are in it: what is typed before they arrive
+  // would be overwritten, and a save made meanwhile would be shown as not saved.
   async function loadSettings() {
-    const me = await api('/me');
-    $('#threshold').value = me.account.default_threshold;
-    $('#ttl').value = me.account.entry_ttl_seconds;
+    const fields = document.querySelectorAll('#settings-form input, #settings-form button');
+    for (const f of fields) f.disabled = true;
     $('#settings-saved').hidden = true;
+    try {
+      const me = await api('/me');
+      $('#threshold').value = me.account.default_threshold;
+      $('#ttl').value = me.account.entry_ttl_seconds;
+    } finally {
+      for (const f of fields) f.disabled = false;
+    }
   }
 
   // ---- Events ----
