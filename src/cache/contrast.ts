@@ -219,7 +219,7 @@ const named = (name: string, words: Set<string>): boolean =>
  * news sentences that name a person two ways.
  */
 export function otherNames(a: TextInfo, b: TextInfo): string | null {
-  if (!a.sentenceCase && !b.sentenceCase) return null;
+  if (!a.sentenceCase && !b.sentenceCase && !oneStretchApart(a, b)) return null;
   // The second text first: a stored candidate's names are remembered, and most name nothing.
   const { names: y, words: yWords } = namesOf(b);
   if (y.size === 0) return null;
@@ -233,6 +233,27 @@ export function otherNames(a: TextInfo, b: TextInfo): string | null {
     if (other !== undefined && !named(name, yWords)) return `${name}/${other}`;
   }
   return null;
+}
+
+/** Words, at most, that differ in `oneStretchApart`; and words around them that do not. */
+const STRETCH_WORDS = 3;
+const AROUND_WORDS = 3;
+
+/**
+ * Whether two texts are the same words but for one stretch of a few ("What is the capital city of
+ * Australia?" / "… of Austria?"): there a name differs in what is asked, however it is written.
+ * Texts with capitals on their names are otherwise left to the model, as news sentences name one
+ * person or place two ways.
+ */
+function oneStretchApart(a: TextInfo, b: TextInfo): boolean {
+  const x = a.words;
+  const y = b.words;
+  const most = Math.min(x.length, y.length);
+  let start = 0;
+  while (start < most && x[start] === y[start]) start++;
+  let end = 0;
+  while (end < most - start && x[x.length - 1 - end] === y[y.length - 1 - end]) end++;
+  return start + end >= AROUND_WORDS && x.length - start - end <= STRETCH_WORDS && y.length - start - end <= STRETCH_WORDS;
 }
 
 /**
