@@ -256,8 +256,10 @@ function canonicalOf(text: string, words: readonly string[]): string {
 /** The first two words of a text's last line, contractions written out ("where's" opens "where is"). */
 function openingOf(text: string): [string, string] {
   const t = text.trimEnd();
+  // Two words are within the line's first 200 characters, unless one is longer than a word.
+  const start = t.lastIndexOf('\n') + 1;
   const line = t
-    .slice(t.lastIndexOf('\n') + 1)
+    .slice(start, start + 200)
     .toLowerCase()
     .replace(APOSTROPHES, "'");
   const first = (line.match(WORD) ?? []).slice(0, 2).flatMap((w) => (CONTRACTIONS.get(w) ?? w).split(' '));
