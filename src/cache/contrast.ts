@@ -1,5 +1,5 @@
 import nlp from 'compromise/two';
-import { rarity, UNSEEN, type TextInfo } from './features.ts';
+import { rarity, sharedEnds, UNSEEN, type TextInfo } from './features.ts';
 
 /**
  * Why two requests that embed alike ask different things, or null: they name different things of
@@ -246,14 +246,8 @@ const AROUND_WORDS = 3;
  * person or place two ways.
  */
 function oneStretchApart(a: TextInfo, b: TextInfo): boolean {
-  const x = a.words;
-  const y = b.words;
-  const most = Math.min(x.length, y.length);
-  let start = 0;
-  while (start < most && x[start] === y[start]) start++;
-  let end = 0;
-  while (end < most - start && x[x.length - 1 - end] === y[y.length - 1 - end]) end++;
-  return start + end >= AROUND_WORDS && x.length - start - end <= STRETCH_WORDS && y.length - start - end <= STRETCH_WORDS;
+  const [start, end] = sharedEnds(a.words, b.words);
+  return start + end >= AROUND_WORDS && a.words.length - start - end <= STRETCH_WORDS && b.words.length - start - end <= STRETCH_WORDS;
 }
 
 /**

@@ -362,6 +362,16 @@ function symbolsOf(text: string): string {
 /** Words two texts must share, at their start and end together, for `aroundShared` to apply. */
 export const SHARED_PASSAGE_WORDS = 30;
 
+/** How many words two texts share at their start, and then at their end. */
+export function sharedEnds(x: readonly string[], y: readonly string[]): [number, number] {
+  const most = Math.min(x.length, y.length);
+  let start = 0;
+  while (start < most && x[start] === y[start]) start++;
+  let end = 0;
+  while (end < most - start && x[x.length - 1 - end] === y[y.length - 1 - end]) end++;
+  return [start, end];
+}
+
 /**
  * What two texts that share a long passage say around it: the words before and after their
  * common start and end. A document, a template or pasted code with a different instruction or
@@ -372,11 +382,7 @@ export const SHARED_PASSAGE_WORDS = 30;
 export function aroundShared(a: TextInfo, b: TextInfo): { a: string; b: string } | null {
   const x = a.words;
   const y = b.words;
-  const most = Math.min(x.length, y.length);
-  let start = 0;
-  while (start < most && x[start] === y[start]) start++;
-  let end = 0;
-  while (end < most - start && x[x.length - 1 - end] === y[y.length - 1 - end]) end++;
+  const [start, end] = sharedEnds(x, y);
   let restA = x.slice(start, x.length - end);
   let restB = y.slice(start, y.length - end);
   if (start + end < SHARED_PASSAGE_WORDS) {
