@@ -82,6 +82,7 @@ describe('CalibratedScorer', () => {
       ['if x > 5: print(x)', 'if x < 5: print(x)'],
       ['What is -5 squared?', 'What is 5 squared?'],
       ['Reply with 👍', 'Reply with 👎'],
+      ['Hi :)', 'Hi :('],
       ['Is x != y here?', 'Is x = y here?'],
       ['What is 5!?', 'What is 5?'],
       ['What is 2**3?', 'What is 2*3?'],

@@ -132,7 +132,7 @@ export interface TextInfo {
   canonical: string;
   /**
    * The characters besides words that can change what a text asks, in order: operators and signs
-   * (`+ - * / = < > ^ % ~ # & | @ $ \`, `!=`, a factorial's `!`) and emoji. Punctuation of any
+   * (`+ - * / = < > ^ % ~ # & | @ $ \`, `!=`, a factorial's `!`), emoticons (`:)`, `:(`) and emoji. Punctuation of any
    * script, markdown markers and emphasis, and a hyphen or slash joining two words are left out.
    * "5+3" and "5-3", "C++" and "C#" have the same words and different symbols.
    */
@@ -356,7 +356,10 @@ function symbolsOf(text: string): string {
     })
     // A hyphen or slash joining words: state-of-the-art, and/or.
     .replace(/(?<=\p{L})[-/](?=\p{L})/gu, ' ');
-  return (t.match(/!=|(?<=\d)!|[+\-*/=<>^%~#&|@$\\]|\p{Extended_Pictographic}/gu) ?? []).join('');
+  // Emoticons first (":)" / ":(", ";-)"), then operators and signs, then emoji.
+  return (
+    t.match(/(?<![\p{L}\p{N})\]])[:;=]-?[()DPp](?![\p{L}\p{N}])|!=|(?<=\d)!|[+\-*/=<>^%~#&|@$\\]|\p{Extended_Pictographic}/gu) ?? []
+  ).join('');
 }
 
 /** Words two texts must share, at their start and end together, for `aroundShared` to apply. */
