@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import type { Message } from '../src/cache/canonical.ts';
+import { promptConversations } from '../eval/data.ts';
 
 export interface MixResult {
   conversations: number;
@@ -14,25 +14,12 @@ export interface MixResult {
   p99: number;
 }
 
-interface Message {
-  role: string;
-  content: string;
-}
-
 /**
  * Replays real chat prompts as a client would: for every user turn, check the conversation so
  * far; on a miss, store the recorded reply (or a stand-in). Runs 4 clients at once.
  */
 export async function replayPrompts(base: string, key: string, evalDir: string, limit: number): Promise<MixResult> {
-  const convs: Message[][] = [];
-  for (const f of ['prompts_arena_multiturn.jsonl', 'prompts_arena_hard.jsonl', 'prompts_mtbench.jsonl']) {
-    for (const line of readFileSync(path.join(evalDir, f), 'utf8').split('\n')) {
-      if (!line.trim()) continue;
-      const row = JSON.parse(line) as { messages: Message[] };
-      convs.push(row.messages.filter((m) => ['system', 'user', 'assistant'].includes(m.role) && typeof m.content === 'string'));
-    }
-  }
-  const chosen = convs.slice(0, limit);
+  const chosen = promptConversations(evalDir).slice(0, limit);
   const latencies: number[] = [];
   let hits = 0;
   let exactHits = 0;

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFile
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Message } from '../src/cache/canonical.ts';
 import type { Embedder } from '../src/embedding/interface.ts';
 
 /** A labelled pair: a cached answer for `a` is right for `b` when label is 1. Lists are user turns. */
@@ -11,6 +12,27 @@ export interface Pair {
   b: string | string[];
   label: 0 | 1;
   source: string;
+}
+
+/** The files of real chat conversations, in the order they are replayed. */
+const PROMPT_FILES = ['prompts_arena_multiturn.jsonl', 'prompts_arena_hard.jsonl', 'prompts_mtbench.jsonl'];
+
+/**
+ * The real chat conversations of `dir` (`prompts_*.jsonl`), in the order both the benchmark's prompt
+ * replay and `eval/replay.ts` replay them: their system, user and assistant messages with text.
+ */
+export function promptConversations(dir: string): Message[][] {
+  const conversations: Message[][] = [];
+  for (const f of PROMPT_FILES) {
+    for (const line of readFileSync(path.join(dir, f), 'utf8').split('\n')) {
+      if (!line.trim()) continue;
+      const row = JSON.parse(line) as { messages: { role: string; content: unknown }[] };
+      conversations.push(
+        row.messages.filter((m): m is Message => ['system', 'user', 'assistant'].includes(m.role) && typeof m.content === 'string'),
+      );
+    }
+  }
+  return conversations;
 }
 
 /** `../shared/eval` beside the project, when it exists. */

@@ -9,16 +9,15 @@
  * The prompt sets carry no labels: whether a hit was right is for a reader to judge
  * (docs/quality.md, "Real traffic").
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CalibratedScorer } from '../src/cache/calibrated.ts';
-import type { Message } from '../src/cache/canonical.ts';
 import { loadConfig } from '../src/config.ts';
 import { createUseLiteEmbedder } from '../src/embedding/use-lite.ts';
 import { createRuntime } from '../src/runtime.ts';
-import { CachedEmbedder, defaultEvalDir } from './data.ts';
+import { CachedEmbedder, defaultEvalDir, promptConversations } from './data.ts';
 
 const { values } = parseArgs({
   options: {
@@ -44,17 +43,7 @@ if (values.threshold.trim() === '' || !(threshold >= 0 && threshold <= 1)) {
   process.exit(2);
 }
 
-// The same conversations, in the same order, as the benchmark's prompt replay (bench/mix.ts).
-const conversations: Message[][] = [];
-for (const f of ['prompts_arena_multiturn.jsonl', 'prompts_arena_hard.jsonl', 'prompts_mtbench.jsonl']) {
-  for (const line of readFileSync(path.join(dir, f), 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    const row = JSON.parse(line) as { messages: { role: string; content: unknown }[] };
-    conversations.push(
-      row.messages.filter((m): m is Message => ['system', 'user', 'assistant'].includes(m.role) && typeof m.content === 'string'),
-    );
-  }
-}
+const conversations = promptConversations(dir);
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'reprise-replay-'));
 const config = loadConfig({ REPRISE_DATA_DIR: dataDir, REPRISE_SQLITE_SYNCHRONOUS: 'NORMAL', REPRISE_EMBEDDER: 'none' });
