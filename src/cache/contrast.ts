@@ -4,9 +4,10 @@ import { rarity, sharedEnds, UNSEEN, type TextInfo } from './features.ts';
 /**
  * Why two requests that embed alike ask different things, or null: they name different things of
  * one kind (`contrastingWords`), swap two things around the same words (`swappedRoles`), name
- * different quantities (`differentQuantities`), without capitals on their names, other people or
- * places (`otherNames`), or are the same words but for one of a pair too common in other senses
- * for the sets (`replacedWord`: "turn on" / "turn off", "drive on the left" / "on the right"). The
+ * different quantities (`differentQuantities`), without capitals on their names or a few words
+ * apart, other people or places (`otherNames`), are the same words but for one of a pair too
+ * common in other senses for the sets (`replacedWord`: "turn on" / "turn off", "drive on the left"
+ * / "on the right"), or open with other question words (`otherQuestion`: "when" / "where"). The
  * hit decision's cheap checks that a vector and a small model weigh too lightly: "sort ascending" /
  * "sort descending" scored 0.99.
  */
@@ -23,12 +24,15 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
   );
 }
 
-/** Question words that ask for different things: "when was it discovered" / "where is it kept". */
-const ASKING = new Set(['who', 'whom', 'when', 'where', 'why']);
+/**
+ * Question words that ask for different things ("when was it discovered" / "where is it kept"),
+ * besides "who" (and "whom"), which opens a question before any word.
+ */
+const ASKING = new Set(['when', 'where', 'why']);
 /** Verbs that, after "when", "where" or "why", make it a question ("when was", not "when I run"). */
 const AUXILIARIES = new Set('is are was were am be do does did can could will would shall should may might must has have had'.split(' '));
 
-/** The question word of `ASKING` a text's last line opens a question with, if any. */
+/** The question word ("who" or one of `ASKING`) a text's last line opens a question with, if any. */
 function askedWith(info: TextInfo): string | null {
   const [first, next] = info.opening;
   if (first === 'who' || first === 'whom') return 'who';
@@ -36,7 +40,7 @@ function askedWith(info: TextInfo): string | null {
 }
 
 /**
- * Whether two questions open with different words of `ASKING` (a follow-up read after its context:
+ * Whether two questions open with different question words of `askedWith` (a follow-up read after its context:
  * the last line), neither asking the other's anywhere ("When/where does glycolysis occur?" asks
  * "where" too). "What" and "how" are left out, as they ask for any of these ("what year", "how
  * come"), and so is "when" opening a statement ("When I run npm install I get an error").
@@ -215,8 +219,9 @@ const named = (name: string, words: Set<string>): boolean =>
  * start and in "I" (`sentenceCase`: "how tall is lebron james" / "how tall is stephen curry",
  * "What is the capital of england" / "What is the capital of new zealand"): without capitals the
  * model cannot tell such names from other words, and scored these 0.86–0.97. Texts with capitals
- * on their names are left to the model, which reads them; there a gazetteer took right pairs from
- * news sentences that name a person two ways.
+ * on their names are left to the model, which reads them (there a gazetteer took right pairs from
+ * news sentences that name a person two ways), unless they are the same words but for a few
+ * (`oneStretchApart`).
  */
 export function otherNames(a: TextInfo, b: TextInfo): string | null {
   if (!a.sentenceCase && !b.sentenceCase && !oneStretchApart(a, b)) return null;

@@ -165,70 +165,66 @@ const UNMARKED_CAPITAL = /(?:^|[.!?:;]\s+|\n\s*|["'(\[]\s*)\p{Lu}|(?<![\p{L}\p{N
  * Contractions written out: with their apostrophe, and the common ones without it where that is no
  * other word ("dont", but not "its", "wont" or "well").
  */
-const CONTRACTIONS = new Map<string, string>(
-  (
-    [
-      ["what's", 'what is'],
-      ["that's", 'that is'],
-      ["it's", 'it is'],
-      ["there's", 'there is'],
-      ["here's", 'here is'],
-      ["who's", 'who is'],
-      ["where's", 'where is'],
-      ["how's", 'how is'],
-      ["when's", 'when is'],
-      ["why's", 'why is'],
-      ["he's", 'he is'],
-      ["she's", 'she is'],
-      ["let's", 'let us'],
-      ["i'm", 'i am'],
-      ["you're", 'you are'],
-      ["we're", 'we are'],
-      ["they're", 'they are'],
-      ["i've", 'i have'],
-      ["you've", 'you have'],
-      ["we've", 'we have'],
-      ["they've", 'they have'],
-      ["i'll", 'i will'],
-      ["you'll", 'you will'],
-      ["we'll", 'we will'],
-      ["they'll", 'they will'],
-      ["i'd", 'i would'],
-      ["you'd", 'you would'],
-      ["don't", 'do not'],
-      ["doesn't", 'does not'],
-      ["didn't", 'did not'],
-      ["isn't", 'is not'],
-      ["aren't", 'are not'],
-      ["wasn't", 'was not'],
-      ["weren't", 'were not'],
-      ["can't", 'can not'],
-      ['cannot', 'can not'],
-      ["couldn't", 'could not'],
-      ["shouldn't", 'should not'],
-      ["wouldn't", 'would not'],
-      ["won't", 'will not'],
-      ["haven't", 'have not'],
-      ["hasn't", 'has not'],
-      ["hadn't", 'had not'],
-      ['whats', 'what is'],
-      ['thats', 'that is'],
-      ['dont', 'do not'],
-      ['doesnt', 'does not'],
-      ['didnt', 'did not'],
-      ['isnt', 'is not'],
-      ['arent', 'are not'],
-      ['wasnt', 'was not'],
-      ['couldnt', 'could not'],
-      ['shouldnt', 'should not'],
-      ['wouldnt', 'would not'],
-      ['havent', 'have not'],
-      ['im', 'i am'],
-      ['ive', 'i have'],
-      ['youre', 'you are'],
-    ] as const
-  ).map(([w, same]) => [w, same] as [string, string]),
-);
+const CONTRACTIONS = new Map<string, string>([
+  ["what's", 'what is'],
+  ["that's", 'that is'],
+  ["it's", 'it is'],
+  ["there's", 'there is'],
+  ["here's", 'here is'],
+  ["who's", 'who is'],
+  ["where's", 'where is'],
+  ["how's", 'how is'],
+  ["when's", 'when is'],
+  ["why's", 'why is'],
+  ["he's", 'he is'],
+  ["she's", 'she is'],
+  ["let's", 'let us'],
+  ["i'm", 'i am'],
+  ["you're", 'you are'],
+  ["we're", 'we are'],
+  ["they're", 'they are'],
+  ["i've", 'i have'],
+  ["you've", 'you have'],
+  ["we've", 'we have'],
+  ["they've", 'they have'],
+  ["i'll", 'i will'],
+  ["you'll", 'you will'],
+  ["we'll", 'we will'],
+  ["they'll", 'they will'],
+  ["i'd", 'i would'],
+  ["you'd", 'you would'],
+  ["don't", 'do not'],
+  ["doesn't", 'does not'],
+  ["didn't", 'did not'],
+  ["isn't", 'is not'],
+  ["aren't", 'are not'],
+  ["wasn't", 'was not'],
+  ["weren't", 'were not'],
+  ["can't", 'can not'],
+  ['cannot', 'can not'],
+  ["couldn't", 'could not'],
+  ["shouldn't", 'should not'],
+  ["wouldn't", 'would not'],
+  ["won't", 'will not'],
+  ["haven't", 'have not'],
+  ["hasn't", 'has not'],
+  ["hadn't", 'had not'],
+  ['whats', 'what is'],
+  ['thats', 'that is'],
+  ['dont', 'do not'],
+  ['doesnt', 'does not'],
+  ['didnt', 'did not'],
+  ['isnt', 'is not'],
+  ['arent', 'are not'],
+  ['wasnt', 'was not'],
+  ['couldnt', 'could not'],
+  ['shouldnt', 'should not'],
+  ['wouldnt', 'would not'],
+  ['havent', 'have not'],
+  ['im', 'i am'],
+  ['ive', 'i have'],
+  ['youre', 'you are'],
+]);
 /** Greetings, answered alike. */
 const GREETINGS = new Set(['hi', 'hey', 'hiya', 'howdy', 'hello', 'greetings']);
 /** A request about the writing itself, whose contractions may be what it asks about. */
@@ -245,11 +241,12 @@ const APOSTROPHES = /[’‘ʼ]/g;
  * however long ("Hello there!"). A text without words is itself ("???" / "!!!").
  */
 function canonicalOf(text: string, words: readonly string[]): string {
-  const typed = /[’‘ʼ]/.test(text) ? (text.toLowerCase().replace(APOSTROPHES, "'").match(WORD) ?? []) : words;
+  const typed = text.search(APOSTROPHES) >= 0 ? (text.toLowerCase().replace(APOSTROPHES, "'").match(WORD) ?? []) : words;
   if (typed.length === 0) return text.trim();
   if (GREETINGS.has(typed[0] as string) && typed.every((w, i) => GREETINGS.has(w) || (w === 'there' && i === typed.length - 1)))
     return 'hello';
-  const asWritten = ABOUT_WRITING.test(text) || QUOTED.test(text);
+  // Whether the text is about its writing is read only when it has a contraction to write out.
+  const asWritten = typed.some((w) => CONTRACTIONS.has(w)) && (ABOUT_WRITING.test(text) || QUOTED.test(text));
   return typed.map((w, i) => (i === 0 && GREETINGS.has(w) ? 'hello' : asWritten ? w : (CONTRACTIONS.get(w) ?? w))).join(' ');
 }
 
@@ -274,7 +271,6 @@ function openingOf(text: string): [string, string] {
 const WORD = /[\p{L}\p{N}][\p{L}\p{M}\p{N}]*(?:'[\p{L}\p{M}]+)?/gu;
 
 export function analyse(text: string): TextInfo {
-  // A typographic apostrophe is an apostrophe: "can’t" is "can't".
   const words = text.toLowerCase().match(WORD) ?? [];
   const content = new Set<string>();
   const weight = new Map<string, number>();
