@@ -12,6 +12,10 @@ export interface SemanticKey {
   prefixHash: string;
   /** The embedded text: the final message, after the previous user turn when there is one. */
   queryText: string;
+  /** The final message's text. */
+  final: string;
+  /** The user turn before the final message; null when there is none. */
+  previous: string | null;
   /** Earlier user turns joined by newlines; empty for a single-turn conversation. */
   prefixText: string;
   /**
@@ -101,15 +105,28 @@ export function semanticKey(messages: readonly Message[], namespace: string): Se
   const earlier = turns.slice(0, -1);
   const shape = earlier.map((m) => m.role[0]).join('');
   const userTurns = earlier.filter((m) => m.role === 'user').map((m) => m.content);
-  const previous = userTurns[userTurns.length - 1];
+  const { previous, final } = followUpOf(messages);
   return {
     contextHash: hashContext(namespace, shape, last.role, system),
     prefixHash: sha256Hex(canonicalMessages(earlier)),
     // A follow-up is read with the user turn before it, so "when was it signed?" carries its "it".
-    queryText: previous === undefined ? last.content : `${previous}\n${last.content}`,
+    queryText: previous === null ? final : `${previous}\n${final}`,
+    final,
+    previous,
     prefixText: userTurns.join('\n'),
     replies: repliesAmong(earlier),
   };
+}
+
+/**
+ * The user turn before a conversation's final message, and that message's text: the two parts of
+ * its `queryText`.
+ */
+export function followUpOf(messages: readonly Message[]): { previous: string | null; final: string } {
+  const turns = messages.filter((m) => m.role !== 'system');
+  const last = turns.length > 0 ? (turns[turns.length - 1] as Message) : (messages[messages.length - 1] as Message);
+  for (let i = turns.length - 2; i >= 0; i--) if (turns[i]?.role === 'user') return { previous: (turns[i] as Message).content, final: last.content };
+  return { previous: null, final: last.content };
 }
 
 /** The vector-index partition of an account's context. */

@@ -1,5 +1,5 @@
 import nlp from 'compromise/two';
-import { rarity, sharedEnds, UNSEEN, type TextInfo } from './features.ts';
+import { AUXILIARIES, rarity, sharedEnds, UNSEEN, type TextInfo } from './features.ts';
 
 /**
  * Why two requests that embed alike ask different things, or null: they name different things of
@@ -29,8 +29,6 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
  * besides "who" (and "whom"), which opens a question before any word.
  */
 const ASKING = new Set(['when', 'where', 'why']);
-/** Verbs that, after "when", "where" or "why", make it a question ("when was", not "when I run"). */
-const AUXILIARIES = new Set('is are was were am be do does did can could will would shall should may might must has have had'.split(' '));
 
 /** The question word ("who" or one of `ASKING`) a text's last line opens a question with, if any. */
 function askedWith(info: TextInfo): string | null {
@@ -400,6 +398,14 @@ const SETS: readonly (readonly (readonly string[])[])[] = [
   [['junior'], ['senior']],
   // Nouns only: "does smoking cause cancer" / "does smoking have an effect on cancer" ask the same.
   [['causes'], ['effects', 'consequences']],
+  [
+    ['start', 'began', 'begin', 'beginning'],
+    ['end', 'ended', 'ending'],
+  ],
+  [
+    ['born', 'birth', 'birthday', 'birthplace'],
+    ['die', 'died', 'death'],
+  ],
   [['sun'], ['moon'], ['earth'], ['mercury'], ['venus'], ['mars'], ['jupiter'], ['saturn'], ['uranus'], ['neptune'], ['pluto']],
   [
     ['first', '1st'],
@@ -1059,6 +1065,11 @@ const REPLACED: readonly (readonly (readonly string[])[])[] = [
   [
     ['synonym', 'synonyms'],
     ['antonym', 'antonyms'],
+  ],
+  // The verb too: "what caused it" / "what resulted from it" replace more than one word.
+  [
+    ['cause', 'causes', 'caused'],
+    ['consequence', 'consequences', 'effect', 'effects', 'result', 'results'],
   ],
 ];
 const REPLACED_MEMBERS = membersOf(REPLACED);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { analyse, aroundShared } from './features.ts';
+import { analyse, aroundShared, putAsQuestion } from './features.ts';
 
 const P =
   'The Treaty of Westphalia was signed in 1648 and ended the Thirty Years War in the Holy Roman Empire and the Eighty ' +
@@ -43,5 +43,16 @@ describe('aroundShared', () => {
     assert.equal(around(`Kindly read ${P} Thanks!`, `Please read ${P} Thank you!`), null);
     assert.equal(around('Who signed the Treaty of Westphalia?', 'When was the Treaty of Westphalia signed?'), null);
     assert.equal(around('', ''), null);
+  });
+});
+
+describe('putAsQuestion', () => {
+  test('a last line opening with a question word or an auxiliary verb', () => {
+    for (const q of ['when was it completed', 'Who invented it?', "what's its main use", 'is it safe', 'Tell me about it.\nhow tall is it'])
+      assert.ok(putAsQuestion(q), q);
+  });
+  test('not keywords or an instruction, whatever comes before the last line', () => {
+    for (const k of ['its completion date', 'Its launch date?', 'inventor of the press', 'explain judicial review', 'When was it built?\nits architect', ''])
+      assert.ok(!putAsQuestion(k), k);
   });
 });

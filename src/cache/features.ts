@@ -47,6 +47,23 @@ const NEGATIONS = new Set([
   'hadnt',
 ]);
 const QUESTION_WORDS = new Set(['what', 'why', 'how', 'when', 'where', 'who', 'which', 'whom', 'whose']);
+/**
+ * Verbs that open a question ("is it safe"), or make one after "when", "where" or "why" ("when
+ * was", not "when I run").
+ */
+export const AUXILIARIES = new Set('is are was were am be do does did can could will would shall should may might must has have had'.split(' '));
+
+/**
+ * Whether a text's last line is put as a question: it opens with a question word or an auxiliary
+ * verb ("when was it built", "is it safe"). Not so a line typed as keywords, with a question mark
+ * or without ("its construction date", "Its launch date?"), or as an instruction ("explain
+ * judicial review").
+ */
+export function putAsQuestion(text: string): boolean {
+  const line = text.slice(text.trimEnd().lastIndexOf('\n') + 1).trim();
+  const first = /^\p{L}+/u.exec(line)?.[0].toLowerCase() ?? '';
+  return QUESTION_WORDS.has(first) || AUXILIARIES.has(first);
+}
 const ANTONYMS: readonly [string, string][] = [
   ['best', 'worst'],
   ['good', 'bad'],

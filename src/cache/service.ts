@@ -4,9 +4,10 @@ import type { Embedder } from '../embedding/interface.ts';
 import type { Account, Entry, EntryHead, Store, UsageDelta } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
-import { contextHashOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
+import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, mayRival, type HitScorer, type Side } from './scorer.ts';
+import { putAsQuestion } from './features.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
 import { Turns } from '../util/turns.ts';
@@ -340,7 +341,7 @@ export class CacheService {
       if (e === MISSING || !differs(e)) runnerUp = n.cosine;
     }
     const candidate = { text: entry.queryText, vector: entry.vector, scope: entry.accountId };
-    const score = this.deps.scorer.score(query, candidate, cosine, runnerUp);
+    const score = await this.followUpScore(account, key, entry, candidate, cosine, runnerUp) ?? this.deps.scorer.score(query, candidate, cosine, runnerUp);
     const around = await this.aroundScore(account, query, candidate);
     return { entry, score: Math.min(score, around, this.contextScore(key, prefixVector ?? null, entry)) };
   }
@@ -359,6 +360,36 @@ export class CacheService {
     await this.turns.next();
     if (!va || !vb) return 0;
     return this.deps.scorer.score({ text: rest.a, vector: va }, { text: rest.b, vector: vb, scope: candidate.scope }, dot(va, vb));
+  }
+
+  /**
+   * A follow-up typed as keywords or an instruction ("its completion date", "inventor of the
+   * press") after earlier turns that differ in their words from the entry's: the score of the
+   * query's final message read after the entry's own previous user turn, so that only the
+   * follow-ups differ. Read after its own, both lines differ, and the hit decision, fitted on pairs
+   * of whole questions, reads a question and its keyword form as different requests. Whether the
+   * earlier turns ask the same is scored apart (`contextScore`). Null when the earlier turns are
+   * the same, or both follow-ups are put as questions, which are read with their own context.
+   */
+  private async followUpScore(
+    account: Account,
+    key: SemanticKey,
+    entry: Entry & { vector: Float32Array },
+    candidate: Side,
+    cosine: number,
+    runnerUp: number | undefined,
+  ): Promise<number | null> {
+    if (key.previous === null || key.prefixHash === entry.prefixHash) return null;
+    const stored = followUpOf(entry.messages);
+    if (stored.previous === null || stored.previous === key.previous) return null;
+    if (putAsQuestion(key.final) && putAsQuestion(stored.final)) return null;
+    const text = `${stored.previous}\n${key.final}`;
+    const [vector] = await (this.deps.embedder as Embedder).embed([text], account.id);
+    await this.turns.next();
+    if (!vector) return null;
+    const c = dot(vector, entry.vector);
+    // The runner-up as much further off as from the query itself: the neighbourhood is the query's.
+    return this.deps.scorer.score({ text, vector }, candidate, c, runnerUp === undefined ? undefined : runnerUp + c - cosine);
   }
 
   /**

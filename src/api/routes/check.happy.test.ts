@@ -192,6 +192,23 @@ describe('POST /api/v1/check', () => {
     assert.ok(res.similarity_score >= 0.85, `similarity_score ${res.similarity_score}`);
   });
 
+  test('a follow-up typed as keywords after a reworded first question is a semantic hit; one asking another thing is a miss', async () => {
+    const reply = { role: 'assistant', content: 'A physicist and chemist who won two Nobel Prizes.' };
+    const a = [user('Who was Marie Curie?'), reply, user('when did she die')];
+    await t.post('/api/v1/store', { messages: a, answer: 'On 4 July 1934.', model: 'gpt-4o' }, key);
+    const check = async (followUp: string) =>
+      (await t.post('/api/v1/check', { messages: [user('Tell me about Marie Curie.'), reply, user(followUp)] }, key)).json();
+    const same = await check('date of her death');
+    assert.equal(same.cache_hit, true);
+    assert.equal(same.cache_type, 'semantic');
+    assert.equal(same.answer, 'On 4 July 1934.');
+    assert.ok(same.similarity_score >= 0.85, `similarity_score ${same.similarity_score}`);
+    for (const other of ['date of her birth', 'her place of birth']) {
+      const res = await check(other);
+      assert.equal(res.cache_hit, false, other);
+    }
+  });
+
   test('the same follow-up after the same question but another reply is a miss', async () => {
     // "Multiply it by 3" is about the reply: 7 and 4 have different answers.
     const first = user('Pick a random number from 1 to 10.');
