@@ -125,7 +125,8 @@ export function semanticKey(messages: readonly Message[], namespace: string): Se
 export function followUpOf(messages: readonly Message[]): { previous: string | null; final: string } {
   const turns = messages.filter((m) => m.role !== 'system');
   const last = turns.length > 0 ? (turns[turns.length - 1] as Message) : (messages[messages.length - 1] as Message);
-  for (let i = turns.length - 2; i >= 0; i--) if (turns[i]?.role === 'user') return { previous: (turns[i] as Message).content, final: last.content };
+  for (let i = turns.length - 2; i >= 0; i--)
+    if (turns[i]?.role === 'user') return { previous: (turns[i] as Message).content, final: last.content };
   return { previous: null, final: last.content };
 }
 

@@ -52,7 +52,14 @@ describe('putAsQuestion', () => {
       assert.ok(putAsQuestion(q), q);
   });
   test('not keywords or an instruction, whatever comes before the last line', () => {
-    for (const k of ['its completion date', 'Its launch date?', 'inventor of the press', 'explain judicial review', 'When was it built?\nits architect', ''])
+    for (const k of [
+      'its completion date',
+      'Its launch date?',
+      'inventor of the press',
+      'explain judicial review',
+      'When was it built?\nits architect',
+      '',
+    ])
       assert.ok(!putAsQuestion(k), k);
   });
 });

@@ -51,7 +51,9 @@ const QUESTION_WORDS = new Set(['what', 'why', 'how', 'when', 'where', 'who', 'w
  * Verbs that open a question ("is it safe"), or make one after "when", "where" or "why" ("when
  * was", not "when I run").
  */
-export const AUXILIARIES = new Set('is are was were am be do does did can could will would shall should may might must has have had'.split(' '));
+export const AUXILIARIES = new Set(
+  'is are was were am be do does did can could will would shall should may might must has have had'.split(' '),
+);
 
 /**
  * Whether a text's last line is put as a question: it opens with a question word or an auxiliary

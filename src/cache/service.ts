@@ -341,7 +341,9 @@ export class CacheService {
       if (e === MISSING || !differs(e)) runnerUp = n.cosine;
     }
     const candidate = { text: entry.queryText, vector: entry.vector, scope: entry.accountId };
-    const score = await this.followUpScore(account, key, entry, candidate, cosine, runnerUp) ?? this.deps.scorer.score(query, candidate, cosine, runnerUp);
+    const score =
+      (await this.followUpScore(account, key, entry, candidate, cosine, runnerUp)) ??
+      this.deps.scorer.score(query, candidate, cosine, runnerUp);
     const around = await this.aroundScore(account, query, candidate);
     return { entry, score: Math.min(score, around, this.contextScore(key, prefixVector ?? null, entry)) };
   }
