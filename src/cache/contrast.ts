@@ -1066,7 +1066,8 @@ const REPLACED: readonly (readonly (readonly string[])[])[] = [
     ['synonym', 'synonyms'],
     ['antonym', 'antonyms'],
   ],
-  // The verb too: "what caused it" / "what resulted from it" replace more than one word.
+  // The singular and the verb too, here, where they are the one word replaced ("main cause of the
+  // war" / "main consequence of the war"); the sets hold only the plural nouns.
   [
     ['cause', 'causes', 'caused'],
     ['consequence', 'consequences', 'effect', 'effects', 'result', 'results'],

@@ -62,8 +62,7 @@ export const AUXILIARIES = new Set(
  * judicial review").
  */
 export function putAsQuestion(text: string): boolean {
-  const line = text.slice(text.trimEnd().lastIndexOf('\n') + 1).trim();
-  const first = /^\p{L}+/u.exec(line)?.[0].toLowerCase() ?? '';
+  const [first] = openingOf(text);
   return QUESTION_WORDS.has(first) || AUXILIARIES.has(first);
 }
 const ANTONYMS: readonly [string, string][] = [
