@@ -77,7 +77,9 @@ if (!skip.has('http')) {
   const created = await runCli(['keys', 'create', '--account', 'bench', '--plan', 'unlimited', '--json'], env);
   const key = (JSON.parse(created.stdout) as { key: string }).key;
   const auth = { authorization: `Bearer ${key}` };
-  const server = await startServerProcess({ ...env, LOG_LEVEL: 'info' });
+  // The server logs every request, to a file: read from a pipe, its lines would cost this
+  // process, which also generates the load, CPU that the bare route's load does not pay.
+  const server = await startServerProcess({ ...env, LOG_LEVEL: 'info' }, undefined, { logFile: path.join(dataDir, 'server.log') });
   const base = server.url;
   let baselineServer: { url: string; stop: () => void } | null = null;
   console.log(`server ${base}, data ${dataDir}, ${cpus().length} cores`);

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { closeSync, openSync, readFileSync, watch, type FSWatcher } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -35,38 +36,60 @@ export interface ServerProcess {
 
 /**
  * Starts `reprise serve` as a user would, on a free port, and waits until it listens. Its
- * stdout is kept up to the listening line, or all of it with `keepOutput`.
+ * stdout is kept up to the listening line, or all of it with `keepOutput`. With `logFile`, the
+ * server writes its stdout to that file instead of a pipe to this process, which then reads
+ * nothing while the server runs (a benchmark's load generator does not also carry its logs).
  */
 export async function startServerProcess(
   env: Record<string, string>,
   timeoutMs = 60_000,
-  opts: { keepOutput?: boolean } = {},
+  opts: { keepOutput?: boolean; logFile?: string } = {},
 ): Promise<ServerProcess> {
+  const logFd = opts.logFile === undefined ? null : openSync(opts.logFile, 'a');
   const child = spawn(process.execPath, [BIN, 'serve'], {
     cwd: ROOT,
     env: childEnv({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', logFd ?? 'pipe', 'pipe'],
   });
+  // The child has its own copy of the descriptor.
+  if (logFd !== null) closeSync(logFd);
   let out = '';
   let err = '';
   child.stdout?.setEncoding('utf8');
   child.stderr?.setEncoding('utf8');
   child.stderr?.on('data', (d: string) => (err += d));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);
+    let watcher: FSWatcher | null = null;
+    const timer = setTimeout(() => {
+      watcher?.close();
+      reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}\n${err}`));
+    }, timeoutMs);
     let listening = false;
+    const look = () => {
+      const m = /"url":"(http:\/\/[^"]+)"[^\n]*Reprise is listening/.exec(out);
+      if (!m || listening) return;
+      listening = true;
+      watcher?.close();
+      clearTimeout(timer);
+      resolve(m[1] as string);
+    };
+    if (opts.logFile !== undefined) {
+      const file = opts.logFile;
+      watcher = watch(file, () => {
+        out = readFileSync(file, 'utf8');
+        look();
+      });
+      out = readFileSync(file, 'utf8');
+      look();
+    }
     child.stdout?.on('data', (d: string) => {
       // Keep the start-up output (bootstrap key, listening line); drain the request logs after it.
       if (listening && !opts.keepOutput) return;
       out += d;
-      const m = /"url":"(http:\/\/[^"]+)"[^\n]*Reprise is listening/.exec(out);
-      if (m) {
-        listening = true;
-        clearTimeout(timer);
-        resolve(m[1] as string);
-      }
+      look();
     });
     child.once('exit', (code) => {
+      watcher?.close();
       clearTimeout(timer);
       reject(new Error(`server exited with ${code}:\n${out}\n${err}`));
     });
