@@ -330,4 +330,33 @@ describe('differentRequest', () => {
     assert.equal(d('When I run npm install I get an EACCES error', 'Why do I get an EACCES error on npm install?'), null);
     assert.equal(d("Where's the Louvre?", "When's the Louvre open?"), 'where/when');
   });
+
+  test('a question and keywords that name another kind of answer', () => {
+    const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
+    assert.equal(
+      d('Tell me about the printing press.\nwho invented it', 'What was the printing press?\nyear of its invention'),
+      'who/time',
+    );
+    assert.equal(
+      d('What is the telephone?\nInventor of the telephone?', 'Tell me about the telephone.\nWhen was it invented?'),
+      'when/person',
+    );
+    assert.equal(d('Tell me about Mozart.\nwhen did he die', 'Who was Mozart?\nplace of his death'), 'when/place');
+    assert.equal(d('Tell me about the Great Wall.\nwhy was it built', 'What is the Great Wall?\nits builders'), 'why/person');
+    // Keywords that ask for what the question asks for, or name no kind of answer, say nothing.
+    assert.equal(d('Tell me about the printing press.\nwho invented it', 'What was the printing press?\ninventor of the press'), null);
+    assert.equal(d('Who was Mozart?\nwhen was he born', 'Tell me about Mozart.\nhis date of birth'), null);
+    assert.equal(d('Tell me about Jupiter.\nhow many moons does it have', 'What is Jupiter?\nits largest moon'), null);
+    assert.equal(d('Tell me about sushi.\nwhere did it originate', 'What is sushi?\norigin of sushi'), null);
+    // The question asks for that kind too; the other line is put as a question, or is more than keywords.
+    assert.equal(d('Tell me about the press.\nwho invented it and when', 'What was the press?\nyear of its invention'), null);
+    assert.equal(d('Tell me about the press.\nwho invented it', 'What was the press?\nwhat year was it invented'), null);
+    assert.equal(
+      d(
+        'Tell me about the press.\nwho invented it',
+        'What was the press?\nThe year it was invented matters for my essay on early modern European printing',
+      ),
+      null,
+    );
+  });
 });

@@ -62,7 +62,11 @@ export const AUXILIARIES = new Set(
  * judicial review").
  */
 export function putAsQuestion(text: string): boolean {
-  const [first] = openingOf(text);
+  return opensQuestion(openingOf(text)[0]);
+}
+
+/** Whether a line's first word opens a question: a question word or an auxiliary verb. */
+export function opensQuestion(first: string): boolean {
   return QUESTION_WORDS.has(first) || AUXILIARIES.has(first);
 }
 const ANTONYMS: readonly [string, string][] = [
@@ -166,6 +170,8 @@ export interface TextInfo {
    * opens with, contractions written out.
    */
   opening: [string, string];
+  /** The words of the last line within its first 200 characters, contractions written out (`opening` is their first two). */
+  lastLine: string[];
   /** Has Latin letters and no capital letter of any script: typed all in lower case. */
   lowerCase: boolean;
   /**
@@ -268,8 +274,11 @@ function canonicalOf(text: string, words: readonly string[]): string {
   return typed.map((w, i) => (i === 0 && GREETINGS.has(w) ? 'hello' : asWritten ? w : (CONTRACTIONS.get(w) ?? w))).join(' ');
 }
 
-/** The first two words of a text's last line, contractions written out ("where's" opens "where is"). */
-function openingOf(text: string): [string, string] {
+/**
+ * The words of a text's last line within its first 200 characters, contractions written out
+ * ("where's" is "where is").
+ */
+function lastLineOf(text: string): string[] {
   const t = text.trimEnd();
   // Two words are within the line's first 200 characters, unless one is longer than a word.
   const start = t.lastIndexOf('\n') + 1;
@@ -277,8 +286,13 @@ function openingOf(text: string): [string, string] {
     .slice(start, start + 200)
     .toLowerCase()
     .replace(APOSTROPHES, "'");
-  const first = (line.match(WORD) ?? []).slice(0, 2).flatMap((w) => (CONTRACTIONS.get(w) ?? w).split(' '));
-  return [first[0] ?? '', first[1] ?? ''];
+  return (line.match(WORD) ?? []).flatMap((w) => (CONTRACTIONS.get(w) ?? w).split(' '));
+}
+
+/** The first two words of a text's last line, contractions written out ("where's" opens "where is"). */
+function openingOf(text: string): [string, string] {
+  const words = lastLineOf(text);
+  return [words[0] ?? '', words[1] ?? ''];
 }
 
 /**
@@ -326,6 +340,7 @@ export function analyse(text: string): TextInfo {
     for (const w of words) if (/^[a-z]{2,}$/.test(w) && !STOP.has(w) && !inVocabulary(w)) names.add(w);
   }
   const normalised = words.join(' ');
+  const lastLine = lastLineOf(text);
   const canonical = canonicalOf(text, words);
   const bigrams = new Set<string>();
   for (let i = 0; i + 1 < words.length; i++) bigrams.add(`${words[i]} ${words[i + 1]}`);
@@ -348,7 +363,8 @@ export function analyse(text: string): TextInfo {
     bigrams,
     charTrigrams,
     question: /\?\s*$/.test(text),
-    opening: openingOf(text),
+    opening: [lastLine[0] ?? '', lastLine[1] ?? ''],
+    lastLine,
     lowerCase,
     sentenceCase,
   };

@@ -209,6 +209,20 @@ describe('POST /api/v1/check', () => {
     }
   });
 
+  test('a follow-up typed as keywords that names another kind of answer than the question is a miss', async () => {
+    const reply = { role: 'assistant', content: 'A machine that presses inked type onto paper.' };
+    const a = [user('Tell me about the printing press.'), reply, user('who invented it')];
+    await t.post('/api/v1/store', { messages: a, answer: 'Johannes Gutenberg.', model: 'gpt-4o' }, key);
+    const check = async (followUp: string) =>
+      (await t.post('/api/v1/check', { messages: [user('What was the printing press?'), reply, user(followUp)] }, key)).json();
+    const same = await check('inventor of the press');
+    assert.equal(same.cache_hit, true);
+    assert.equal(same.answer, 'Johannes Gutenberg.');
+    // A year, not a person: scored 0.97 before the kinds of answer were compared.
+    const other = await check('year of its invention');
+    assert.equal(other.cache_hit, false);
+  });
+
   test('the same follow-up after the same question but another reply is a miss', async () => {
     // "Multiply it by 3" is about the reply: 7 and 4 have different answers.
     const first = user('Pick a random number from 1 to 10.');
