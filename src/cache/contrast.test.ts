@@ -335,14 +335,22 @@ describe('differentRequest', () => {
     const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
     assert.equal(
       d('Tell me about the printing press.\nwho invented it', 'What was the printing press?\nyear of its invention'),
-      'who/time',
+      'person/time',
     );
     assert.equal(
       d('What is the telephone?\nInventor of the telephone?', 'Tell me about the telephone.\nWhen was it invented?'),
-      'when/person',
+      'time/person',
     );
-    assert.equal(d('Tell me about Mozart.\nwhen did he die', 'Who was Mozart?\nplace of his death'), 'when/place');
-    assert.equal(d('Tell me about the Great Wall.\nwhy was it built', 'What is the Great Wall?\nits builders'), 'why/person');
+    assert.equal(d('Tell me about Mozart.\nwhen did he die', 'Who was Mozart?\nplace of his death'), 'time/place');
+    assert.equal(d('Tell me about the Great Wall.\nwhy was it built', 'What is the Great Wall?\nits builders'), 'reason/person');
+    // An amount or a measure: "how many", "how tall"; "what year" asks for a time.
+    assert.equal(d('Tell me about the Titanic.\nhow many people died', 'What was the Titanic?\ncause of the sinking'), 'amount/reason');
+    assert.equal(d('Tell me about Netflix.\nwhen did it start streaming', 'What is Netflix?\nnumber of subscribers'), 'time/amount');
+    assert.equal(d('Tell me about the Eiffel Tower.\nwhat year was it built', 'What is the Eiffel Tower?\nits architect'), 'time/person');
+    assert.equal(d('Tell me about Tokyo.\nhow many people live there', 'What is Tokyo like?\nits population'), null);
+    assert.equal(d('Tell me about the Eiffel Tower.\nhow tall is it', 'What is the Eiffel Tower?\nheight of the tower'), null);
+    // "who" and "where" join a clause in keywords and name nothing.
+    assert.equal(d('How many scientists believe in Evolution?', 'Percentage of scientists who believe in evolution?'), null);
     // Keywords that ask for what the question asks for, or name no kind of answer, say nothing.
     assert.equal(d('Tell me about the printing press.\nwho invented it', 'What was the printing press?\ninventor of the press'), null);
     assert.equal(d('Who was Mozart?\nwhen was he born', 'Tell me about Mozart.\nhis date of birth'), null);

@@ -48,57 +48,83 @@ function askedWith(info: TextInfo): string | null {
 function otherQuestion(a: TextInfo, b: TextInfo): string | null {
   const x = askedWith(a);
   const y = askedWith(b);
-  if (x === null && y === null) return null;
-  if (x === null || y === null) return x === null ? otherAnswer(b, a) : otherAnswer(a, b);
+  if (x === null || y === null) return otherAnswer(a, b) ?? otherAnswer(b, a);
   if (x === y) return null;
   const asks = (info: TextInfo, w: string) => info.questionWords.has(w) || (w === 'who' && info.questionWords.has('whom'));
   return asks(a, y) || asks(b, x) ? null : `${x}/${y}`;
 }
 
-/** What a question word of `askedWith`, or a word of a request typed as keywords, asks for. */
-const ANSWER_KINDS = new Map<string, string>([
+/** What a question word of `askedWith` asks for. */
+const QUESTION_KINDS = new Map([
   ['who', 'person'],
+  ['whom', 'person'],
   ['when', 'time'],
   ['where', 'place'],
   ['why', 'reason'],
+]);
+/**
+ * The kind of answer a noun of a request typed as keywords names. In keywords, "who", "when" and
+ * "where" join a clause ("percentage of scientists who believe in evolution") and name nothing.
+ */
+const ANSWER_KINDS = new Map<string, string>([
   ...'inventor founder creator author writer director designer architect discoverer painter composer builder maker developer owner'
     .split(' ')
     .map((w): [string, string] => [w, 'person']),
   ...'year date century decade era birthday anniversary'.split(' ').map((w): [string, string] => [w, 'time']),
   ...'place location birthplace whereabouts headquarters address venue'.split(' ').map((w): [string, string] => [w, 'place']),
   ...'cause reason purpose motive'.split(' ').map((w): [string, string] => [w, 'reason']),
+  ...'number count total percentage toll population amount price cost height length size weight depth width distance age capacity speed duration lifespan'
+    .split(' ')
+    .map((w): [string, string] => [w, 'amount']),
 ]);
+/** Words after "how" that ask for an amount or a measure ("how many", "how tall"). */
+const HOW_MUCH = new Set('many much tall long big large heavy deep far high wide old fast'.split(' '));
+
+/**
+ * The kind of answer a text's last line opens a question for: that of `askedWith`'s word, an
+ * amount ("how many", "how tall"), or the kind a word after "what" or "which" names ("what
+ * year"). Null for any other opening ("what is", "how does").
+ */
+function askedFor(info: TextInfo): string | null {
+  const word = askedWith(info);
+  if (word !== null) return QUESTION_KINDS.get(word) ?? null;
+  const [first, next] = info.opening;
+  if (first === 'how') return HOW_MUCH.has(next) ? 'amount' : null;
+  return first === 'what' || first === 'which' ? (ANSWER_KINDS.get(next) ?? null) : null;
+}
 /** Words in a request typed as keywords: a short last line ("year of its invention", "its architect"). */
 const KEYWORD_LINE_WORDS = 8;
 
 /**
- * Whether a question opening with a word of `askedWith` ("who invented it") and a request typed as
- * keywords (not put as a question: "year of its invention") ask for different kinds of answer:
- * the keywords name a person, a time, a place or a reason, and none of them is what the question
- * asks for or names anywhere ("when was he born" / "his date of birth" ask for a time; "who
- * invented it and when" asks for a time too). Keywords that name no such kind ("its largest
- * moon", "origin of sushi") say nothing. Read with their context, the two embed nearly alike and
+ * Whether a question that asks for a kind of answer (`askedFor`: "who invented it") and a request
+ * typed as keywords (not put as a question: "year of its invention") ask for different kinds of
+ * answer: the keywords name a person, a time, a place, a reason or an amount, and none of them is
+ * what the question asks for or names anywhere ("when was he born" / "his date of birth" ask for
+ * a time; "who invented it and when" asks for a time too). Keywords that name no such kind ("its
+ * largest moon", "origin of sushi") say nothing. Read with their context, the two embed nearly alike and
  * share their words' stems, and the hit decision served "who invented it" / "year of its invention"
  * at 0.97.
  */
 function otherAnswer(question: TextInfo, keywords: TextInfo): string | null {
+  const kind = askedFor(question);
+  if (kind === null) return null;
   const line = keywords.lastLine;
   if (line.length === 0 || line.length > KEYWORD_LINE_WORDS || opensQuestion(line[0] as string)) return null;
   const named = new Set<string>();
   for (const word of line) {
     // "founders", "founder's": the noun itself.
     const w = word.endsWith("'s") ? word.slice(0, -2) : word;
-    const kind = ANSWER_KINDS.get(w) ?? (w.endsWith('s') ? ANSWER_KINDS.get(w.slice(0, -1)) : undefined);
-    if (kind !== undefined) named.add(kind);
+    const noun = ANSWER_KINDS.get(w) ?? (w.endsWith('s') ? ANSWER_KINDS.get(w.slice(0, -1)) : undefined);
+    if (noun !== undefined) named.add(noun);
   }
   if (named.size === 0) return null;
-  const asked = new Set<string>();
+  const asked = new Set<string>([kind]);
   for (const w of question.questionWords) {
-    const kind = ANSWER_KINDS.get(w === 'whom' ? 'who' : w);
-    if (kind !== undefined) asked.add(kind);
+    const also = QUESTION_KINDS.get(w);
+    if (also !== undefined) asked.add(also);
   }
-  for (const kind of named) if (asked.has(kind)) return null;
-  return `${askedWith(question)}/${[...named].join('+')}`;
+  for (const k of named) if (asked.has(k)) return null;
+  return `${kind}/${[...named].join('+')}`;
 }
 
 type NameKind = 'person' | 'place' | 'organisation' | 'team';
