@@ -101,9 +101,9 @@ const KEYWORD_LINE_WORDS = 8;
  * answer: the keywords name a person, a time, a place, a reason or an amount, and none of them is
  * what the question asks for or names anywhere ("when was he born" / "his date of birth" ask for
  * a time; "who invented it and when" asks for a time too). Keywords that name no such kind ("its
- * largest moon", "origin of sushi") say nothing. Read with their context, the two embed nearly alike and
- * share their words' stems, and the hit decision served "who invented it" / "year of its invention"
- * at 0.97.
+ * largest moon", "origin of sushi") say nothing. Read with their context, the two embed nearly
+ * alike and share their words' stems, and the hit decision served "who invented it" / "year of
+ * its invention" at 0.97.
  */
 function otherAnswer(question: TextInfo, keywords: TextInfo): string | null {
   const kind = askedFor(question);

@@ -280,7 +280,8 @@ function canonicalOf(text: string, words: readonly string[]): string {
  */
 function lastLineOf(text: string): string[] {
   const t = text.trimEnd();
-  // Two words are within the line's first 200 characters, unless one is longer than a word.
+  // What is read of the line is its opening and, if it is short, all of it (a follow-up typed as
+  // keywords): its first 200 characters hold both, unless a word is longer than a word.
   const start = t.lastIndexOf('\n') + 1;
   const line = t
     .slice(start, start + 200)
