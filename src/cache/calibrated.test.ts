@@ -129,6 +129,27 @@ describe('CalibratedScorer', () => {
     assert.ok(same >= 0.85, `${same}`);
   });
 
+  test('an acronym and its words written out are the same words; two other acronyms are other requests', () => {
+    const scorer = new CalibratedScorer();
+    const v = query.vector;
+    const side = (text: string): Side => ({ text, vector: v });
+    const score = (a: string, b: string) => scorer.score(side(a), side(b), 1);
+    assert.equal(score('What is ML?', 'What is machine learning?'), 1);
+    assert.equal(score('how do APIs work', 'How do application programming interfaces work?'), 1);
+    // Capitals only: "ram" is also a word, and the same words typed in lower case are still the same.
+    assert.equal(score('How much RAM do I need?', 'how much ram do i need'), 1);
+    for (const [a, b] of [
+      ['What port does HTTPS use?', 'What port does HTTP use?'],
+      ["What's LDL cholesterol?", "What's HDL cholesterol?"],
+      ['difference between CPU and RAM', 'difference between CPU and GPU'],
+    ]) {
+      assert.equal(score(a as string, b as string), 0, `${a} / ${b}`);
+      assert.match(scorer.differs(side(a as string), side(b as string)) ?? '', /other acronyms/);
+    }
+    // An acronym the other text does not name is no difference of its own.
+    assert.equal(scorer.differs(side('What did the FBI say about it?'), side('What did the agents say about it?')), null);
+  });
+
   test('identical texts score 1 whatever the runner-up', () => {
     const scorer = new CalibratedScorer();
     assert.equal(scorer.score(candidate, { ...candidate }, 1, 0.999), 1);

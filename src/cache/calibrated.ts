@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Lru } from '../util/lru.ts';
+import { acronymsIn, expandAcronyms, namesWords, otherAcronyms } from './acronyms.ts';
 import { differentRequest } from './contrast.ts';
 import { analyse, aroundShared, FEATURE_NAMES, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
@@ -197,6 +198,26 @@ export function forward(model: HitModel, x: Float64Array): number {
   return sum / model.nets.length;
 }
 
+/** What the hit decision reads of a text: its analysis, and the acronyms it types (`acronymsIn`). */
+type Read = TextInfo & { acronyms: Set<string> };
+
+function read(text: string): Read {
+  return Object.assign(analyse(text), { acronyms: acronymsIn(text) });
+}
+
+/**
+ * The acronyms one text types that the other writes out: the pair is read with those written out
+ * ("What is ML?" / "What is machine learning?" are the same words then). An acronym both type stays
+ * as typed, as does one the other does not name: written out, it would add the same three or four
+ * words to both ("NATO soldiers killed" / "NATO strike kills civilians") or to one alone ("the FBI
+ * said" / "agents said").
+ */
+function writtenOutByOther(x: Read, y: Read): Set<string> {
+  const found = new Set<string>();
+  for (const words of x.acronyms) if (namesWords(y.normalised, words)) found.add(words);
+  return found;
+}
+
 /**
  * `similarity_score` as the calibrated probability that a cached answer for the candidate is a
  * right answer for the query, from a small model over the two vectors and cheap text checks
@@ -206,8 +227,8 @@ export function forward(model: HitModel, x: Float64Array): number {
  * different things of one kind, swap two things or name other quantities score 0 (`differs`).
  */
 export class CalibratedScorer implements HitScorer {
-  readonly id = 'calibrated@5';
-  private readonly info = new Lru<string, TextInfo>(20_000);
+  readonly id = 'calibrated@6';
+  private readonly info = new Lru<string, Read>(20_000);
   /** The network's input, rewritten for each pair. */
   private readonly input: Float64Array;
 
@@ -215,11 +236,12 @@ export class CalibratedScorer implements HitScorer {
     this.input = new Float64Array((model.nets[0] as HitNet).layers[0]?.in ?? 0);
   }
 
-  private analyse(text: string, scope: string | undefined): TextInfo {
-    const key = memoKey(text, scope);
+  /** A stored text's analysis; with `only`, of the text with those of its acronyms written out. */
+  private analyse(text: string, scope: string | undefined, only?: Set<string>): Read {
+    const key = only ? `${[...only].join('|')}\u0001${memoKey(text, scope)}` : memoKey(text, scope);
     let i = this.info.get(key);
     if (!i) {
-      i = analyse(text);
+      i = read(only ? expandAcronyms(text, only) : text);
       // Only short texts are remembered, so the memo stays small in bytes as well as in count.
       if (text.length <= MEMO_CHARS) this.info.set(key, i);
     }
@@ -231,19 +253,43 @@ export class CalibratedScorer implements HitScorer {
    * query in `score` and again in `around`, with the same object. (Not by its text: how fast a
    * check is answered must say nothing of other accounts' queries.)
    */
-  private readonly queries = new WeakMap<Side, TextInfo>();
+  private readonly queries = new WeakMap<Side, Read>();
 
-  private analyseQuery(query: Side): TextInfo {
+  private analyseQuery(query: Side): Read {
     let i = this.queries.get(query);
     if (!i) {
-      i = analyse(query.text);
+      i = read(query.text);
       this.queries.set(query, i);
     }
     return i;
   }
 
+  /** A query's analyses with some of its acronyms written out, by those acronyms. */
+  private readonly expandedQueries = new WeakMap<Side, Map<string, Read>>();
+
+  /**
+   * The two texts' analyses as the pair is read: with the acronyms one types and the other writes
+   * out written out in both (`writtenOutByOther`), as typed otherwise.
+   */
+  private pair(query: Side, candidate: Side): [Read, Read] {
+    const a = this.analyseQuery(query);
+    const b = this.analyse(candidate.text, candidate.scope);
+    if (a.acronyms.size === 0 && b.acronyms.size === 0) return [a, b];
+    const forA = writtenOutByOther(a, b);
+    const forB = writtenOutByOther(b, a);
+    let x = a;
+    if (forA.size > 0) {
+      let expanded = this.expandedQueries.get(query);
+      if (!expanded) this.expandedQueries.set(query, (expanded = new Map()));
+      const key = [...forA].join('|');
+      x = expanded.get(key) ?? read(expandAcronyms(query.text, forA));
+      expanded.set(key, x);
+    }
+    return [x, forB.size > 0 ? this.analyse(candidate.text, candidate.scope, forB) : b];
+  }
+
   around(query: Side, candidate: Side): { a: string; b: string } | null {
-    return aroundShared(this.analyseQuery(query), this.analyse(candidate.text, candidate.scope));
+    return aroundShared(...this.pair(query, candidate));
   }
 
   /**
@@ -264,7 +310,8 @@ export class CalibratedScorer implements HitScorer {
     const key = memoKey(candidate.text, candidate.scope);
     let why = found.get(key);
     if (why === undefined) {
-      why = differentRequest(this.analyseQuery(query), this.analyse(candidate.text, candidate.scope));
+      const [a, b] = this.pair(query, candidate);
+      why = otherAcronyms(a, b) ?? differentRequest(a, b);
       found.set(key, why);
     }
     return why;
@@ -273,8 +320,7 @@ export class CalibratedScorer implements HitScorer {
   score(query: Side, candidate: Side, cosine: number, runnerUp?: number): number {
     // Stored texts come back as candidates again and again; a query's text seldom does, and
     // remembering each would only fill the memo (and the garbage collector's work) with them.
-    const a = this.analyseQuery(query);
-    const b = this.analyse(candidate.text, candidate.scope);
+    const [a, b] = this.pair(query, candidate);
     // The same words (contractions written out, greetings as one): the same question, unless
     // operators or signs tell them apart ("5+3", "5-3").
     if (a.canonical === b.canonical) return a.symbols === b.symbols ? 1 : 0;

@@ -7,6 +7,7 @@ import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, mayRival, type HitScorer, type Side } from './scorer.ts';
+import { expandAcronyms } from './acronyms.ts';
 import { putAsQuestion } from './features.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
@@ -98,6 +99,18 @@ export interface CacheDeps {
   /** Minimum similarity of earlier user turns for a multi-turn semantic hit. */
   contextThreshold?: number;
   now?: () => number;
+}
+
+/**
+ * The vectors of texts as a semantic search reads them: with common acronyms written out
+ * (`expandAcronyms`), so that "What is ML?" and "What is machine learning?" embed alike. (The hit
+ * decision reads an acronym written out where the other text writes it out: `CalibratedScorer`.)
+ */
+function embedText(embedder: Embedder, texts: readonly string[], scope: string): Promise<Float32Array[]> {
+  return embedder.embed(
+    texts.map((t) => expandAcronyms(t)),
+    scope,
+  );
 }
 
 /** Estimated tokens of a text when the client does not say: about four characters a token. */
@@ -246,7 +259,7 @@ export class CacheService {
   ): Promise<{ entry: Entry; score: number } | null> {
     const embedder = this.deps.embedder as Embedder;
     const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
-    const [vector, prefixVector] = await embedder.embed(texts, account.id);
+    const [vector, prefixVector] = await embedText(embedder, texts, account.id);
     await this.turns.next();
     if (!vector) return null;
     const partition = partitionOf(account.id, key.contextHash);
@@ -358,7 +371,7 @@ export class CacheService {
     const rest = this.deps.scorer.around(query, candidate);
     if (rest === null) return 1;
     if (rest.a === '' || rest.b === '') return 0;
-    const [va, vb] = await (this.deps.embedder as Embedder).embed([rest.a, rest.b], account.id);
+    const [va, vb] = await embedText(this.deps.embedder as Embedder, [rest.a, rest.b], account.id);
     await this.turns.next();
     if (!va || !vb) return 0;
     return this.deps.scorer.score({ text: rest.a, vector: va }, { text: rest.b, vector: vb, scope: candidate.scope }, dot(va, vb));
@@ -386,7 +399,7 @@ export class CacheService {
     if (stored.previous === null || stored.previous === key.previous) return null;
     if (putAsQuestion(key.final) && putAsQuestion(stored.final)) return null;
     const text = `${stored.previous}\n${key.final}`;
-    const [vector] = await (this.deps.embedder as Embedder).embed([text], account.id);
+    const [vector] = await embedText(this.deps.embedder as Embedder, [text], account.id);
     await this.turns.next();
     if (!vector) return null;
     const c = dot(vector, entry.vector);
@@ -471,7 +484,7 @@ export class CacheService {
     let prefixVector: Float32Array | null = null;
     if (embedder) {
       const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
-      const vs = await embedder.embed(texts, account.id);
+      const vs = await embedText(embedder, texts, account.id);
       await this.turns.next();
       vector = vs[0] ?? null;
       prefixVector = vs[1] ?? null;

@@ -223,6 +223,24 @@ describe('POST /api/v1/check', () => {
     assert.equal(other.cache_hit, false);
   });
 
+  test('an acronym and its words written out are one request; another acronym is a miss', async () => {
+    await t.post('/api/v1/store', { messages: [user('What is ML?')], answer: 'Machine learning is…', model: 'gpt-4o' }, key);
+    const spelled = (await t.post('/api/v1/check', { messages: [user('What is machine learning?')] }, key)).json();
+    assert.equal(spelled.cache_hit, true);
+    assert.equal(spelled.cache_type, 'semantic');
+    assert.equal(spelled.answer, 'Machine learning is…');
+    // Scored 0.001 before acronyms were written out.
+    assert.ok(spelled.similarity_score >= 0.85, `similarity_score ${spelled.similarity_score}`);
+    const other = (await t.post('/api/v1/check', { messages: [user('What is NLP?')] }, key)).json();
+    assert.equal(other.cache_hit, false);
+
+    await t.post('/api/v1/store', { messages: [user('How much RAM does a laptop need?')], answer: '16 GB.', model: 'gpt-4o' }, key);
+    // "ram" is written out only in capitals; the same words typed in lower case are the same request.
+    const lower = (await t.post('/api/v1/check', { messages: [user('how much ram does a laptop need?')] }, key)).json();
+    assert.equal(lower.cache_hit, true);
+    assert.equal(lower.answer, '16 GB.');
+  });
+
   test('the same follow-up after the same question but another reply is a miss', async () => {
     // "Multiply it by 3" is about the reply: 7 and 4 have different answers.
     const first = user('Pick a random number from 1 to 10.');
