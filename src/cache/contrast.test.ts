@@ -31,6 +31,17 @@ describe('contrastingWords', () => {
       contrast('is it safe to take aspirin while pregnant', 'is it safe to take tylenol while pregnant'),
       'aspirin/acetaminophen',
     );
+    assert.equal(contrast('What are the symptoms of ADHD?', 'What causes ADHD?'), 'symptom/causes');
+    assert.equal(contrast('Explain the risks of AI', 'Explain the history of AI'), 'disadvantages/history');
+    assert.equal(contrast('pros of electric cars', 'What are the drawbacks of electric cars?'), 'advantages/disadvantages');
+  });
+
+  test('what a question asks of its topic, reworded, is no contrast; nor is an aspect word in another sense', () => {
+    assert.equal(contrast('What are the symptoms of diabetes?', 'what are the signs of diabetes'), null);
+    assert.equal(contrast('What causes migraines?', 'What are the reasons for migraines?'), null);
+    assert.equal(contrast('What are the advantages of solar panels?', 'benefits of solar panels'), null);
+    assert.equal(contrast('Can I take advantage of the free tier?', 'What are the drawbacks of the free tier?'), null);
+    assert.equal(contrast('When was the treaty signed?', 'What caused the treaty?'), null);
   });
 
   test('spellings of one thing, and texts naming both things, are no contrast', () => {

@@ -478,6 +478,21 @@ const SETS: readonly (readonly (readonly string[])[])[] = [
     ['start', 'began', 'begin', 'beginning'],
     ['end', 'ended', 'ending'],
   ],
+  // What a question asks of its topic: "What are the symptoms of ADHD?" / "What causes ADHD?",
+  // "Explain the risks of AI" / "Explain the history of AI". ("causes" as above, not "cause";
+  // "advantages" and "risks" only in the plural: "take advantage of" and "lower my risk of heart
+  // disease" ask none of them; "pros" and "cons" only so, not "pro" or "con".)
+  [
+    ['symptom', 'sign'],
+    ['causes', 'reason'],
+    ['treatment', 'treat', 'cure', 'remedy', 'remedies'],
+    ['prevention', 'prevent'],
+    ['diagnosis', 'diagnose'],
+    ['history', 'origin'],
+    ['advantages', 'benefit', 'pros'],
+    ['disadvantages', 'drawback', 'downside', 'cons', 'risks', 'danger'],
+    ['example'],
+  ],
   [
     ['born', 'birth', 'birthday', 'birthplace'],
     ['die', 'died', 'death'],
@@ -676,7 +691,7 @@ function spelling(word: string): string {
 }
 
 /** Words that look like an inflection of a set's word and are not ("mind", "mining", "seconds"). */
-const NOT_INFLECTED = new Set(['mind', 'mining', 'mins', 'seconds']);
+const NOT_INFLECTED = new Set(['mind', 'mining', 'mins', 'seconds', 'signed', 'signing']);
 
 /** A word's entries in the sets, as written or without an inflection ("reads", "encrypted", "today's"). */
 function member(word: string): { set: number; member: number }[] | undefined {
