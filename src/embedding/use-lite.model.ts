@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { io } from '@tensorflow/tfjs-core';
-import { Tokenizer } from '@tensorflow-models/universal-sentence-encoder';
 import { dot } from '../cache/scorer.ts';
+import { SentencePieceTokenizer } from './tokenizer.ts';
 
 export const DIMENSIONS = 512;
 /** Tokens per window: longer texts are embedded in windows whose vectors are averaged. */
 const WINDOW = 256;
-/** Characters tokenized at a time (see `encode`). */
+/** Characters tokenized at a time (see `UseLiteModel.encode`). */
 const TOKENIZE_CHARS = 2000;
 /** At most this many windows per text (evenly spaced over longer texts). */
 const MAX_WINDOWS = 16;
@@ -202,7 +202,7 @@ export interface WindowEncoder {
 export class UseLiteModel {
   private constructor(
     private readonly encoder: WindowEncoder,
-    private readonly tokenizer: Tokenizer,
+    private readonly tokenizer: SentencePieceTokenizer,
   ) {}
 
   /** Which encoder runs: `onnx`, or `tfjs-wasm` where ONNX Runtime can't be loaded. */
@@ -227,13 +227,14 @@ export class UseLiteModel {
       const { createTfjsEncoder } = await import('./use-lite.tfjs.ts');
       encoder = await createTfjsEncoder(weights);
     }
-    return new UseLiteModel(encoder, new Tokenizer(vocabulary));
+    return new UseLiteModel(encoder, new SentencePieceTokenizer(vocabulary));
   }
 
   /**
-   * The token ids of a text. The tokenizer's time grows with the square of its input (40,000
-   * characters took 3 s), so a long text is tokenized a piece at a time, cut before a space: each
-   * piece starts a word, as after a space, so the ids are the same as the whole text's.
+   * The token ids of a text, tokenized a piece of 2,000 characters at a time, cut before a space:
+   * each piece starts a word, as after a space. (The published tokenizer's time grew with the
+   * square of its input; `SentencePieceTokenizer`'s does not, and the pieces keep every text's ids
+   * as they were, so vectors stored before still compare.)
    */
   private encode(text: string): number[] {
     if (text.length <= TOKENIZE_CHARS) return this.tokenizer.encode(text);
