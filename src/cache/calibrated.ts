@@ -239,14 +239,23 @@ export class CalibratedScorer implements HitScorer {
   /** A stored text's analysis; with `only`, of the text with those of its acronyms written out. */
   private analyse(text: string, scope: string | undefined, only?: Set<string>): Read {
     const key = only ? `${[...only].join('|')}\u0001${memoKey(text, scope)}` : memoKey(text, scope);
+    if (text.length > MEMO_CHARS) {
+      // Only short texts are remembered, so the memo stays small in bytes as well as in count; a
+      // long one is kept until the next, as a check reads its candidate twice (`score`, `around`),
+      // and a document of a megabyte takes about 0.5 s to read.
+      if (this.lastLong?.key !== key) this.lastLong = { key, info: read(only ? expandAcronyms(text, only) : text) };
+      return this.lastLong.info;
+    }
     let i = this.info.get(key);
     if (!i) {
       i = read(only ? expandAcronyms(text, only) : text);
-      // Only short texts are remembered, so the memo stays small in bytes as well as in count.
-      if (text.length <= MEMO_CHARS) this.info.set(key, i);
+      this.info.set(key, i);
     }
     return i;
   }
+
+  /** The last long text's analysis (`analyse`). */
+  private lastLong: { key: string; info: Read } | null = null;
 
   /**
    * A query's analysis, kept with its `Side` for as long as the caller holds it: a check reads its

@@ -17,6 +17,15 @@ describe('aroundShared', () => {
     assert.deepEqual(around(`${P}\nWho signed it?`, `${P}\nWhen was it signed?`), { a: 'who signed it', b: 'when was it signed' });
   });
 
+  test('a long text that repeats itself is read within a bound, and what differs around it is still found', () => {
+    // Each place of a run compared to its end would be 100,000 × 20,000 words.
+    const repeated = 'the same line of the log repeats here again and again '.repeat(10_000);
+    assert.deepEqual(around(`Summarize this for me: ${repeated} thanks`, `Translate this into French: ${repeated} thanks a lot`), {
+      a: 'summarize this for me',
+      b: 'translate this into french',
+    });
+  });
+
   test('a passage shared in the middle, with the texts edited here and there around it', () => {
     // A word changed at the start (a stretch of one word, left to the whole texts' score) and
     // another request at the end.
