@@ -233,6 +233,18 @@ describe('POST /api/v1/check', () => {
     assert.ok(spelled.similarity_score >= 0.85, `similarity_score ${spelled.similarity_score}`);
     const other = (await t.post('/api/v1/check', { messages: [user('What is NLP?')] }, key)).json();
     assert.equal(other.cache_hit, false);
+    // The same follow-up after the first question typed either way.
+    const reply = { role: 'assistant', content: 'A field of AI in which programs learn from data.' };
+    await t.post(
+      '/api/v1/store',
+      { messages: [user('What is ML?'), reply, user('who coined the term')], answer: 'Arthur Samuel.', model: 'gpt-4o' },
+      key,
+    );
+    const followUp = (
+      await t.post('/api/v1/check', { messages: [user('What is machine learning?'), reply, user('who coined the term')] }, key)
+    ).json();
+    assert.equal(followUp.cache_hit, true);
+    assert.equal(followUp.answer, 'Arthur Samuel.');
 
     await t.post('/api/v1/store', { messages: [user('How much RAM does a laptop need?')], answer: '16 GB.', model: 'gpt-4o' }, key);
     // "ram" is written out only in capitals; the same words typed in lower case are the same request.
