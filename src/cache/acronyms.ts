@@ -2,9 +2,10 @@
  * Common acronyms written out, so that a request and its reading with the words spelled out embed
  * and read alike: "What is ML?" and "What is machine learning?" are one question, which as typed
  * scored 0.001 (cosine 0.49). Only acronyms with one common meaning in a request are here: not
- * "PR" (a pull request, public relations), "PM", "IP", "IT", "US", "ER", "CV" or "WHO"; nor those
- * of the sets of different things (`contrast.ts`: "AWS", "GCP", "USD"), which are told apart as
- * typed; nor "OS" and "BIOS", words of code and plurals.
+ * "PR" (a pull request, public relations), "PM", "IP", "IT", "US", "ER", "CV", "CNN" (a news
+ * network, a neural network), "ATP" (tennis, biology) or "WHO"; nor those of the sets of different
+ * things (`contrast.ts`: "AWS", "GCP", "USD"), which are told apart as typed; nor "OS" and "BIOS",
+ * words of code and plurals.
  */
 const ACRONYMS: Record<string, string> = {
   // Computing.
@@ -65,7 +66,6 @@ const ACRONYMS: Record<string, string> = {
   NLP: 'natural language processing',
   LLM: 'large language model',
   LLMs: 'large language models',
-  CNN: 'convolutional neural network',
   RNN: 'recurrent neural network',
   GAN: 'generative adversarial network',
   LSTM: 'long short term memory',
@@ -86,7 +86,6 @@ const ACRONYMS: Record<string, string> = {
   UTI: 'urinary tract infection',
   IBS: 'irritable bowel syndrome',
   CBT: 'cognitive behavioral therapy',
-  ATP: 'adenosine triphosphate',
   ECG: 'electrocardiogram',
   EKG: 'electrocardiogram',
   EEG: 'electroencephalogram',
@@ -136,9 +135,9 @@ const ACRONYMS: Record<string, string> = {
 
 /**
  * Acronyms written out only as typed in capitals: in lower case they are words of English or
- * another language ("ram", "rest", "led", "un", "eu") or a unit ("ml"), and in a text typed all in
- * capitals they may be those words too. The others are written out however they are typed ("whats
- * an api", "Nato").
+ * another language ("ram", "rest", "led", "un", "eu", "roi"), a unit ("ml") or a name in code
+ * ("roi", a region of interest), and in a text typed all in capitals they may be those words too.
+ * The others are written out however they are typed ("whats an api", "Nato").
  */
 const CAPITALS_ONLY = new Set([
   'RAM',
@@ -158,6 +157,7 @@ const CAPITALS_ONLY = new Set([
   'UV',
   'RL',
   'ML',
+  'ROI',
 ]);
 
 /** Each acronym as it is looked up: as typed for `CAPITALS_ONLY`, in lower case for the others. */
