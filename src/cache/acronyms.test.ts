@@ -9,6 +9,9 @@ test('acronyms are written out as words of prose, with plurals and possessives',
   assert.equal(expandAcronyms('Is the CPU or the GPU faster?'), 'Is the central processing unit or the graphics processing unit faster?');
   assert.equal(expandAcronyms('I use AI.'), 'I use artificial intelligence.');
   assert.equal(expandAcronyms('set up 2FA'), 'set up two factor authentication');
+  // A number counts them; millilitres alone are a unit.
+  assert.equal(expandAcronyms('top 10 AI tools'), 'top 10 artificial intelligence tools');
+  assert.equal(expandAcronyms('rent 2 GPUs'), 'rent 2 graphics processing units');
 });
 
 test('most acronyms are written out however they are typed; those that are words in lower case only in capitals', () => {
@@ -55,6 +58,8 @@ test('texts that each name an acronym the other does not name are other requests
   assert.match(otherAcronyms(read('what is dna'), read('what is rna')) ?? '', /deoxyribonucleic acid \/ ribonucleic acid/);
   assert.equal(otherAcronyms(read('what is dna'), read('what is deoxyribonucleic acid made of')), null);
   assert.equal(otherAcronyms(read('ai and ml jobs'), read('ml jobs')), null);
+  // An acronym and its plural are one thing.
+  assert.equal(otherAcronyms(read('What are LLMs?'), read('What is an LLM?')), null);
   // ECG and EKG are one test.
   assert.equal(otherAcronyms(read('what does an ecg show'), read('what does an ekg show')), null);
 });

@@ -65,7 +65,6 @@ const ACRONYMS: Record<string, string> = {
   ML: 'machine learning',
   NLP: 'natural language processing',
   LLM: 'large language model',
-  LLMs: 'large language models',
   RNN: 'recurrent neural network',
   GAN: 'generative adversarial network',
   LSTM: 'long short term memory',
@@ -172,8 +171,7 @@ function expansionOf(word: string, capitals: boolean): string | undefined {
 /**
  * An acronym as a word of prose: after the start, a space, a quote or an opening bracket, and
  * before the end, a space, punctuation (a full stop only at a sentence's end), a plural "s" or a
- * possessive; not inside code ("JSON.parse", "os.path", "api_key", "src/api") nor after a number
- * ("500 ML").
+ * possessive; not inside code ("JSON.parse", "os.path", "api_key", "src/api").
  */
 const ACRONYM = /(?<=^|[\s"“'‘(\[])([A-Za-z0-9]{2,6})('s|’s)?(?=$|[\s,;:!?)\]"”'’]|\.(?:\s|$))/g;
 
@@ -185,12 +183,13 @@ function* acronymsOf(text: string): Generator<{ match: string; at: number; words
     const word = m[1] as string;
     const at = m.index as number;
     let words = expansionOf(word, capitals);
-    // A plural typed in capitals: "APIs", "GPUs" ("LLMs" has its own entry; "ides" is no plural).
+    // A plural typed in capitals: "APIs", "GPUs", "LLMs" ("ides" is no plural).
     if (words === undefined && /^[A-Z0-9]{2,}s$/.test(word)) {
       const singular = expansionOf(word.slice(0, -1), capitals);
       if (singular !== undefined) words = singular.endsWith('s') ? singular : `${singular}s`;
     }
-    if (words === undefined || /\d\s*$/.test(text.slice(Math.max(0, at - 3), at))) continue;
+    // "500 ML" is millilitres; "top 10 AI tools" and "2 GPUs" are counted.
+    if (words === undefined || (word === 'ML' && /\d\s*$/.test(text.slice(Math.max(0, at - 3), at)))) continue;
     yield { match: m[0], at, words, possessive: m[2] ?? '' };
   }
 }
