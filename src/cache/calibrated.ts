@@ -223,8 +223,10 @@ function writtenOutByOther(x: Read, y: Read): Set<string> {
  * right answer for the query, from a small model over the two vectors and cheap text checks
  * (numbers, negation, names, rare words, question words, word overlap). When the partition holds
  * another question, a second stage also weighs how much nearer the candidate is than that one.
- * Texts with the same words score 1 (0 when their operators or signs differ); requests that name
- * different things of one kind, swap two things or name other quantities score 0 (`differs`).
+ * Texts with the same words score 1 (0 when their operators or signs differ), an acronym one types
+ * read written out where the other writes it out ("What is ML?" / "What is machine learning?");
+ * requests that name different things of one kind, swap two things, name other quantities or other
+ * acronyms score 0 (`differs`).
  */
 export class CalibratedScorer implements HitScorer {
   readonly id = 'calibrated@6';
