@@ -26,6 +26,15 @@ describe('aroundShared', () => {
     });
   });
 
+  test('a document over 32 KB is compared whole: what differs in its middle is found', () => {
+    const half = `${P} `.repeat(80);
+    const a = analyse(`${half}Who signed it, and where? ${half}`);
+    const b = analyse(`${half}When was it signed, and why? ${half}`);
+    assert.ok(a.words.length > 6_000);
+    assert.notEqual(a.canonical, b.canonical);
+    assert.deepEqual(aroundShared(a, b), { a: 'who signed it and where', b: 'when was it signed and why' });
+  });
+
   test('a passage shared in the middle, with the texts edited here and there around it', () => {
     // A word changed at the start (a stretch of one word, left to the whole texts' score) and
     // another request at the end.

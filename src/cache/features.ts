@@ -129,6 +129,11 @@ function trimToWord(token: string): string {
   return token.slice(start, last.index + String.fromCodePoint(last[0].codePointAt(0) as number).length);
 }
 
+/**
+ * What the hit decision reads of a text. `words`, `normalised`, `canonical`, `symbols`, `question`
+ * and `lastLine` are the whole text's; the rest, of a text over `FEATURE_CHARS`, its first and last
+ * 16 KB.
+ */
 export interface TextInfo {
   /** Lower-cased word tokens (apostrophes kept inside words). */
   words: string[];
@@ -159,7 +164,10 @@ export interface TextInfo {
    * "5+3" and "5-3", "C++" and "C#" have the same words and different symbols.
    */
   symbols: string;
-  /** Distinct words, word bigrams, and character trigrams (of the first 1,000 characters). */
+  /**
+   * Distinct words and word bigrams (of the first and last 16 KB of a longer text: `FEATURE_CHARS`),
+   * and character trigrams (of the first 1,000 characters).
+   */
   wordSet: Set<string>;
   bigrams: Set<string>;
   charTrigrams: Set<string>;
@@ -303,14 +311,25 @@ function openingOf(text: string): [string, string] {
  */
 const WORD = /[\p{L}\p{N}][\p{L}\p{M}\p{N}]*(?:'[\p{L}\p{M}]+)?/gu;
 
+/**
+ * Texts longer than this (a document) are read for the hit decision's features on their first and
+ * last half of it; their words, `canonical` and `symbols` are the whole text's, as the same-words
+ * rule and the check around a shared passage (`aroundShared`) compare whole texts. Reading all of a
+ * megabyte took about 0.5 s of the event loop.
+ */
+const FEATURE_CHARS = 32_768;
+
 export function analyse(text: string): TextInfo {
   const words = text.toLowerCase().match(WORD) ?? [];
+  const long = text.length > FEATURE_CHARS;
+  const excerpt = long ? `${text.slice(0, FEATURE_CHARS / 2)}\n${text.slice(-FEATURE_CHARS / 2)}` : text;
+  const read = long ? (excerpt.toLowerCase().match(WORD) ?? []) : words;
   const content = new Set<string>();
   const weight = new Map<string, number>();
   const numbers = new Set<string>();
   const questionWords = new Set<string>();
   let negations = 0;
-  for (const w of words) {
+  for (const w of read) {
     if (/^\d/.test(w)) numbers.add(w.replace(/^0+(?=\d)/, ''));
     if (NEGATIONS.has(w) || w.endsWith("n't")) negations++;
     if (QUESTION_WORDS.has(w)) questionWords.add(w);
@@ -321,7 +340,7 @@ export function analyse(text: string): TextInfo {
     }
   }
   const names = new Set<string>();
-  for (const sentence of text.split(/[.!?:;]\s+|\n+/)) {
+  for (const sentence of excerpt.split(/[.!?:;]\s+|\n+/)) {
     const tokens = sentence.split(/\s+/).filter((t) => t.length > 0);
     tokens.forEach((token, i) => {
       const w = trimToWord(token);
@@ -334,17 +353,17 @@ export function analyse(text: string): TextInfo {
   }
   // Typed all in lower case, a text shows no names by their capitals ("how tall is lebron james"):
   // its words the tokenizer's vocabulary lacks stand in for them.
-  const latin = /[a-z]/.test(text);
-  const lowerCase = latin && !/\p{Lu}/u.test(text);
-  const sentenceCase = lowerCase || (latin && !/\p{Lu}/u.test(text.replace(UNMARKED_CAPITAL, '')));
+  const latin = /[a-z]/.test(excerpt);
+  const lowerCase = latin && !/\p{Lu}/u.test(excerpt);
+  const sentenceCase = lowerCase || (latin && !/\p{Lu}/u.test(excerpt.replace(UNMARKED_CAPITAL, '')));
   if (lowerCase) {
-    for (const w of words) if (/^[a-z]{2,}$/.test(w) && !STOP.has(w) && !inVocabulary(w)) names.add(w);
+    for (const w of read) if (/^[a-z]{2,}$/.test(w) && !STOP.has(w) && !inVocabulary(w)) names.add(w);
   }
   const normalised = words.join(' ');
   const lastLine = lastLineOf(text);
   const canonical = canonicalOf(text, words);
   const bigrams = new Set<string>();
-  for (let i = 0; i + 1 < words.length; i++) bigrams.add(`${words[i]} ${words[i + 1]}`);
+  for (let i = 0; i + 1 < read.length; i++) bigrams.add(`${read[i]} ${read[i + 1]}`);
   const charTrigrams = new Set<string>();
   const padded = ` ${normalised.slice(0, 1000)} `;
   for (let i = 0; i + 3 <= padded.length; i++) charTrigrams.add(padded.slice(i, i + 3));
@@ -353,14 +372,14 @@ export function analyse(text: string): TextInfo {
     content,
     weight,
     numbers,
-    quantities: quantitiesOf(text),
+    quantities: quantitiesOf(excerpt),
     negations,
     questionWords,
     names,
     normalised,
     canonical,
     symbols: symbolsOf(text),
-    wordSet: new Set(words),
+    wordSet: new Set(read),
     bigrams,
     charTrigrams,
     question: /\?\s*$/.test(text),
