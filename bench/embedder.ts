@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfconv from '@tensorflow/tfjs-converter';
 import { Tokenizer } from '@tensorflow-models/universal-sentence-encoder';
-import { UseLiteModel, modelDir, readArtifacts } from '../src/embedding/use-lite.model.ts';
+import { UseLiteModel, readArtifacts, readVocabulary } from '../src/embedding/use-lite.model.ts';
 import { startWasmBackend } from '../src/embedding/use-lite.tfjs.ts';
 
 const ROUNDS = 7;
@@ -33,7 +33,7 @@ const onnx = await UseLiteModel.load('onnx');
 const eager = await UseLiteModel.load('tfjs-wasm');
 await startWasmBackend();
 const graph = await tfconv.loadGraphModel({ load: async () => readArtifacts() });
-const tokenizer = new Tokenizer(JSON.parse(readFileSync(path.join(modelDir(), 'vocab.json'), 'utf8')) as [string, number][]);
+const tokenizer = new Tokenizer(readVocabulary());
 
 async function viaGraph(ids: number[]): Promise<void> {
   const indices = new Int32Array(ids.length * 2);

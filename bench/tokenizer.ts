@@ -6,38 +6,25 @@
  *
  *   node --import tsx bench/tokenizer.ts
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Tokenizer } from '@tensorflow-models/universal-sentence-encoder';
 import { promptConversations } from '../eval/data.ts';
 import { SentencePieceTokenizer } from '../src/embedding/tokenizer.ts';
-import { modelDir } from '../src/embedding/use-lite.model.ts';
+import { readVocabulary, textPieces } from '../src/embedding/use-lite.model.ts';
 
 const ROUNDS = 5;
-const vocabulary = JSON.parse(readFileSync(path.join(modelDir(), 'vocab.json'), 'utf8')) as [string, number][];
+const vocabulary = readVocabulary();
 const published = new Tokenizer(vocabulary);
 const tokenizer = new SentencePieceTokenizer(vocabulary);
 const evalDir = path.join(import.meta.dirname, '..', '..', 'shared', 'eval');
 const turns = promptConversations(evalDir).flatMap((c) => c.filter((m) => m.role === 'user').map((m) => m.content));
-/** A text cut into pieces of at most 2,000 characters before a space, as the embedder cuts it. */
-const pieces = (text: string): string[] => {
-  const out: string[] = [];
-  for (let start = 0; start < text.length;) {
-    let end = Math.min(text.length, start + 2000);
-    const space = end < text.length ? text.lastIndexOf(' ', end) : -1;
-    if (space > start) end = space;
-    out.push(text.slice(start, end));
-    start = space > start && end === space ? end + 1 : end;
-  }
-  return out;
-};
 const document = turns.join(' ');
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 function time(encode: (t: string) => number[], texts: readonly string[]): number {
   const t0 = performance.now();
-  for (const t of texts) for (const p of pieces(t)) encode(p);
+  for (const t of texts) for (const p of textPieces(t)) encode(p);
   return performance.now() - t0;
 }
 

@@ -241,18 +241,16 @@ export class CalibratedScorer implements HitScorer {
   /** A stored text's analysis; with `only`, of the text with those of its acronyms written out. */
   private analyse(text: string, scope: string | undefined, only?: Set<string>): Read {
     const key = only ? `${[...only].join('|')}\u0001${memoKey(text, scope)}` : memoKey(text, scope);
+    const fresh = () => read(only ? expandAcronyms(text, only) : text);
     if (text.length > MEMO_CHARS) {
       // Only short texts are remembered, so the memo stays small in bytes as well as in count; a
       // long one is kept until the next, as a check reads its candidate twice (`score`, `around`),
-      // and a document of a megabyte takes about 0.5 s to read.
-      if (this.lastLong?.key !== key) this.lastLong = { key, info: read(only ? expandAcronyms(text, only) : text) };
+      // and a document of a megabyte takes about 0.2 s to read.
+      if (this.lastLong?.key !== key) this.lastLong = { key, info: fresh() };
       return this.lastLong.info;
     }
     let i = this.info.get(key);
-    if (!i) {
-      i = read(only ? expandAcronyms(text, only) : text);
-      this.info.set(key, i);
-    }
+    if (!i) this.info.set(key, (i = fresh()));
     return i;
   }
 

@@ -113,7 +113,7 @@ function otherAnswer(question: TextInfo, keywords: TextInfo): string | null {
   const named = new Set<string>();
   for (const word of line) {
     // "founders", "founder's": the noun itself.
-    const w = word.endsWith("'s") ? word.slice(0, -2) : word;
+    const w = bare(word);
     const noun = ANSWER_KINDS.get(w) ?? (w.endsWith('s') ? ANSWER_KINDS.get(w.slice(0, -1)) : undefined);
     if (noun !== undefined) named.add(noun);
   }

@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { test } from 'node:test';
 import { Tokenizer } from '@tensorflow-models/universal-sentence-encoder';
 import { seededRandom } from '../util/random.ts';
 import { SentencePieceTokenizer } from './tokenizer.ts';
-import { modelDir } from './use-lite.model.ts';
+import { readVocabulary } from './use-lite.model.ts';
 
-const vocabulary = JSON.parse(readFileSync(path.join(modelDir(), 'vocab.json'), 'utf8')) as [string, number][];
+const vocabulary = readVocabulary();
 const published = new Tokenizer(vocabulary);
 const tokenizer = new SentencePieceTokenizer(vocabulary);
 

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfconv from '@tensorflow/tfjs-converter';
 import { Tokenizer } from '@tensorflow-models/universal-sentence-encoder';
 import { dot } from '../cache/scorer.ts';
-import { DIMENSIONS, UseLiteModel, modelDir, readArtifacts } from './use-lite.model.ts';
+import { DIMENSIONS, UseLiteModel, readArtifacts, readVocabulary } from './use-lite.model.ts';
 import { startWasmBackend } from './use-lite.tfjs.ts';
 
 /**
@@ -16,8 +14,7 @@ import { startWasmBackend } from './use-lite.tfjs.ts';
 async function graphReference(): Promise<(text: string) => Promise<Float32Array>> {
   await startWasmBackend();
   const graph = await tfconv.loadGraphModel({ load: async () => readArtifacts() });
-  const vocabulary = JSON.parse(readFileSync(path.join(modelDir(), 'vocab.json'), 'utf8')) as [string, number][];
-  const tokenizer = new Tokenizer(vocabulary);
+  const tokenizer = new Tokenizer(readVocabulary());
   return async (text) => {
     let ids = tokenizer.encode(text);
     if (ids.length === 0) ids = [0];
@@ -70,7 +67,7 @@ for (const backend of ['onnx', 'tfjs-wasm'] as const) {
       const long = `${sentences} `.repeat(20);
       assert.ok(long.length > 5000);
       const pieces = (model as unknown as { encode(text: string): number[] }).encode(long);
-      const whole = new Tokenizer(JSON.parse(readFileSync(path.join(modelDir(), 'vocab.json'), 'utf8'))).encode(long);
+      const whole = new Tokenizer(readVocabulary()).encode(long);
       assert.deepEqual(pieces, whole);
     });
 

