@@ -4,6 +4,7 @@ import { acronymsIn, expandAcronyms, namesWords, otherAcronyms } from './acronym
 import { differentRequest } from './contrast.ts';
 import { analyse, aroundShared, FEATURE_NAMES, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
+import { unwrap, type Unwrapped } from './wording.ts';
 
 /** Texts up to this length have their analysis remembered, and are checked by `differs`. */
 const MEMO_CHARS = 2048;
@@ -198,11 +199,14 @@ export function forward(model: HitModel, x: Float64Array): number {
   return sum / model.nets.length;
 }
 
-/** What the hit decision reads of a text: its analysis, and the acronyms it types (`acronymsIn`). */
-type Read = TextInfo & { acronyms: Set<string> };
+/**
+ * What the hit decision reads of a text: its analysis, the acronyms it types (`acronymsIn`), and the
+ * text with its polite wrapper taken off (`unwrap`).
+ */
+type Read = TextInfo & { acronyms: Set<string> } & Unwrapped;
 
 function read(text: string): Read {
-  return Object.assign(analyse(text), { acronyms: acronymsIn(text) });
+  return Object.assign(analyse(text), { acronyms: acronymsIn(text) }, unwrap(text));
 }
 
 /**
@@ -229,7 +233,7 @@ function writtenOutByOther(x: Read, y: Read): Set<string> {
  * acronyms score 0 (`differs`).
  */
 export class CalibratedScorer implements HitScorer {
-  readonly id = 'calibrated@6';
+  readonly id = 'calibrated@7';
   private readonly info = new Lru<string, Read>(20_000);
   /** The network's input, rewritten for each pair. */
   private readonly input: Float64Array;
@@ -258,43 +262,41 @@ export class CalibratedScorer implements HitScorer {
   private lastLong: { key: string; info: Read } | null = null;
 
   /**
-   * A query's analysis, kept with its `Side` for as long as the caller holds it: a check reads its
-   * query in `score` and again in `around`, with the same object. (Not by its text: how fast a
-   * check is answered must say nothing of other accounts' queries.)
+   * A query's analyses (as typed, without its wrapper, with some acronyms written out), kept with
+   * its `Side` for as long as the caller holds it: a check reads its query in `score` and again in
+   * `around`, with the same object. (Not by its text: how fast a check is answered must say nothing
+   * of other accounts' queries.)
    */
-  private readonly queries = new WeakMap<Side, Read>();
+  private readonly queries = new WeakMap<Side, Map<string, Read>>();
 
-  private analyseQuery(query: Side): Read {
-    let i = this.queries.get(query);
-    if (!i) {
-      i = read(query.text);
-      this.queries.set(query, i);
-    }
+  private analyseQuery(query: Side, text: string = query.text, only?: Set<string>): Read {
+    let reads = this.queries.get(query);
+    if (!reads) this.queries.set(query, (reads = new Map()));
+    const key = `${only ? [...only].join('|') : ''}\u0001${text === query.text ? '' : text}`;
+    let i = reads.get(key);
+    if (!i) reads.set(key, (i = read(only ? expandAcronyms(text, only) : text)));
     return i;
   }
 
-  /** A query's analyses with some of its acronyms written out, by those acronyms. */
-  private readonly expandedQueries = new WeakMap<Side, Map<string, Read>>();
-
   /**
-   * The two texts' analyses as the pair is read: with the acronyms one types and the other writes
-   * out written out in both (`writtenOutByOther`), as typed otherwise.
+   * The two texts' analyses as the pair is read: without their polite wrappers where they differ
+   * ("Can you tell me …" / "What is …", "Define X" / "What is the meaning of X"), as typed where
+   * both have the same one, for "Could you tell me the speed of light?" / "… of sound?" read apart
+   * as questions and close as requests; and with the acronyms one types and the other writes out
+   * written out in both (`writtenOutByOther`).
    */
   private pair(query: Side, candidate: Side): [Read, Read] {
-    const a = this.analyseQuery(query);
-    const b = this.analyse(candidate.text, candidate.scope);
+    const typedA = this.analyseQuery(query);
+    const typedB = this.analyse(candidate.text, candidate.scope);
+    const plain = typedA.wrapper !== typedB.wrapper;
+    const textA = plain ? typedA.plain : query.text;
+    const textB = plain ? typedB.plain : candidate.text;
+    const a = textA === query.text ? typedA : this.analyseQuery(query, textA);
+    const b = textB === candidate.text ? typedB : this.analyse(textB, candidate.scope);
     if (a.acronyms.size === 0 && b.acronyms.size === 0) return [a, b];
     const forA = writtenOutByOther(a, b);
     const forB = writtenOutByOther(b, a);
-    let x = a;
-    if (forA.size > 0) {
-      let expanded = this.expandedQueries.get(query);
-      if (!expanded) this.expandedQueries.set(query, (expanded = new Map()));
-      const key = [...forA].join('|');
-      x = expanded.get(key) ?? read(expandAcronyms(query.text, forA));
-      expanded.set(key, x);
-    }
-    return [x, forB.size > 0 ? this.analyse(candidate.text, candidate.scope, forB) : b];
+    return [forA.size > 0 ? this.analyseQuery(query, textA, forA) : a, forB.size > 0 ? this.analyse(textB, candidate.scope, forB) : b];
   }
 
   around(query: Side, candidate: Side): { a: string; b: string } | null {

@@ -8,6 +8,7 @@ import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanti
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, mayRival, type HitScorer, type Side } from './scorer.ts';
 import { expandAcronyms } from './acronyms.ts';
+import { plainWording } from './wording.ts';
 import { putAsQuestion } from './features.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
@@ -108,7 +109,7 @@ export interface CacheDeps {
  */
 function embedText(embedder: Embedder, texts: readonly string[], scope: string): Promise<Float32Array[]> {
   return embedder.embed(
-    texts.map((t) => expandAcronyms(t)),
+    texts.map((t) => expandAcronyms(plainWording(t))),
     scope,
   );
 }

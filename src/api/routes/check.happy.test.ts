@@ -253,6 +253,46 @@ describe('POST /api/v1/check', () => {
     assert.equal(lower.answer, '16 GB.');
   });
 
+  test('a request wrapped in "can you tell me", "do you know" or a form of "what does it mean" hits the plain one; another request in the same wrapper is a miss', async () => {
+    await t.post('/api/v1/store', { messages: [user('What is the capital of France?')], answer: 'Paris.', model: 'gpt-4o' }, key);
+    for (const text of [
+      'Do you know the capital of France?',
+      'Can you tell me the capital of France?',
+      "I'd like to know the capital of France",
+    ]) {
+      const hit = (await t.post('/api/v1/check', { messages: [user(text)] }, key)).json();
+      assert.equal(hit.cache_hit, true, text);
+      assert.equal(hit.answer, 'Paris.', text);
+    }
+    const other = (await t.post('/api/v1/check', { messages: [user('Do you know the capital of Germany?')] }, key)).json();
+    assert.equal(other.cache_hit, false);
+
+    await t.post(
+      '/api/v1/store',
+      { messages: [user('What does ephemeral mean?')], answer: 'Lasting a very short time.', model: 'gpt-4o' },
+      key,
+    );
+    for (const text of ['What is the meaning of ephemeral?', 'define ephemeral', 'Could you tell me what ephemeral means?']) {
+      const hit = (await t.post('/api/v1/check', { messages: [user(text)] }, key)).json();
+      assert.equal(hit.cache_hit, true, text);
+      assert.equal(hit.answer, 'Lasting a very short time.', text);
+      // Scored 0.26 to 0.74 before wrappers were taken off.
+      assert.ok(hit.similarity_score >= 0.95, `${text}: similarity_score ${hit.similarity_score}`);
+    }
+    assert.equal((await t.post('/api/v1/check', { messages: [user('What does ubiquitous mean?')] }, key)).json().cache_hit, false);
+
+    // The same wrapper around another request.
+    await t.post(
+      '/api/v1/store',
+      { messages: [user('Could you tell me the speed of light?')], answer: '299,792 km/s.', model: 'gpt-4o' },
+      key,
+    );
+    const sound = (await t.post('/api/v1/check', { messages: [user('Could you tell me the speed of sound?')] }, key)).json();
+    assert.equal(sound.cache_hit, false);
+    const light = (await t.post('/api/v1/check', { messages: [user('What is the speed of light?')] }, key)).json();
+    assert.equal(light.answer, '299,792 km/s.');
+  });
+
   test('the same follow-up after the same question but another reply is a miss', async () => {
     // "Multiply it by 3" is about the reply: 7 and 4 have different answers.
     const first = user('Pick a random number from 1 to 10.');

@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { plainWording, unwrap } from './wording.ts';
+
+test('a polite wrapper around a request is taken off, and a question only in its wrapper becomes the request', () => {
+  assert.equal(plainWording('Can you tell me the capital of France?'), 'What is the capital of France?');
+  assert.equal(plainWording('Do you know the capital of France?'), 'What is the capital of France?');
+  assert.equal(plainWording('I want to know the capital of France'), 'What is the capital of France?');
+  assert.equal(plainWording('Tell me the capital of France.'), 'What is the capital of France?');
+  assert.equal(plainWording('Could you please explain photosynthesis to me?'), 'Explain photosynthesis to me');
+  assert.equal(plainWording('can u show me how to reverse a list in python?'), 'show me how to reverse a list in python');
+  assert.equal(plainWording('Would you mind explaining what a black hole is?'), 'Explain what a black hole is');
+  assert.equal(plainWording('Is it possible to tell me how many ounces are in a pound?'), 'Tell me how many ounces are in a pound');
+  assert.equal(plainWording('I was wondering if you could tell me who wrote Hamlet'), 'Tell me who wrote Hamlet');
+  assert.equal(plainWording('Any idea what year the Berlin Wall fell?'), 'Tell me what year the Berlin Wall fell');
+  assert.equal(plainWording("What's the population of Canada, do you know?"), "What's the population of Canada?");
+  assert.equal(plainWording('Please explain recursion'), 'Explain recursion');
+  // A greeting stays; the wrapper after it goes.
+  assert.equal(plainWording('Hi, can you tell me who wrote Hamlet?'), 'Hi, tell me who wrote Hamlet');
+  // Each line of a conversation's text on its own.
+  assert.equal(plainWording('Who wrote Hamlet?\ncan you tell me when it was written?'), 'Who wrote Hamlet?\ntell me when it was written');
+});
+
+test('a question of what a word or short phrase means is read in one form', () => {
+  for (const text of [
+    'What is the meaning of ephemeral?',
+    'what is the definition of ephemeral?',
+    "What's meant by ephemeral?",
+    'Define ephemeral?',
+    'ephemeral meaning?',
+    'the meaning of the word ephemeral?',
+    'Could you tell me what ephemeral means?',
+  ])
+    assert.equal(plainWording(text).toLowerCase(), 'what does ephemeral mean?', text);
+  assert.equal(plainWording('What does quid pro quo mean'), 'What does quid pro quo mean?');
+  // "Define" a phrase asks what the thing is, and is left as typed.
+  assert.equal(plainWording('Define machine learning'), 'Define machine learning');
+  assert.equal(plainWording('What is the definition of machine learning?'), 'What does machine learning mean?');
+  // A follow-up's "it" and a longer request are no word asked the meaning of.
+  for (const text of [
+    'What does it mean?',
+    'Define a function that returns the sum of two numbers',
+    'What is the meaning of the number seven in the Bible and in other old texts?',
+  ])
+    assert.equal(plainWording(text), text);
+});
+
+test('texts without a wrapper, and wrappers that are the request, are left as they are', () => {
+  for (const text of [
+    'What is the capital of France?',
+    'Can you swim?',
+    'Do you know Python?',
+    'Can I use a VPN at work?',
+    'Tell me a joke',
+    'Tell me about the Eiffel Tower',
+    'Would you rather fly or be invisible?',
+    'I want to know more',
+    "Can't you tell me?",
+    '',
+  ])
+    assert.equal(plainWording(text), text, text);
+  // A document is left as it is.
+  const doc = `Can you tell me the capital of France? ${'word '.repeat(1000)}`;
+  assert.equal(plainWording(doc), doc);
+});
+
+test('what was taken off is said by its kind, alike for wrappers of one kind', () => {
+  assert.equal(unwrap('What is the capital of France?').wrapper, '');
+  assert.equal(unwrap('Can you tell me the speed of light?').wrapper, unwrap('Could you please tell me the speed of sound?').wrapper);
+  assert.notEqual(unwrap('Can you tell me the speed of light?').wrapper, unwrap('Do you know the speed of light?').wrapper);
+  assert.notEqual(unwrap('Define ephemeral').wrapper, unwrap('What is the meaning of ephemeral?').wrapper);
+  // Idempotent.
+  for (const text of ['Can you tell me the capital of France?', 'Define ephemeral', 'Do you know who wrote Hamlet?'])
+    assert.equal(plainWording(plainWording(text)), plainWording(text));
+});

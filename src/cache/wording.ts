@@ -1,0 +1,206 @@
+/**
+ * Polite wrappers around a request, read as the request itself: "Can you tell me the capital of
+ * France?", "Do you know the capital of France?" and "I'd like to know the capital of France" ask
+ * "What is the capital of France?", "Could you explain photosynthesis?" asks "Explain
+ * photosynthesis", and "What is the meaning of ephemeral?", "Define ephemeral" and "ephemeral
+ * meaning" ask "What does ephemeral mean?". The embedding and the hit decision read them far apart
+ * (0.44 for "Do you know …" against "What is …", 0.26 for "What is the definition of ubiquitous?"
+ * against "What does ubiquitous mean?"), so texts are embedded with each line's wrapper taken off
+ * (`unwrap`), and the hit decision reads two texts so where their wrappers differ.
+ *
+ * Only a line's opening (and a closing "…, do you know?") is rewritten, and only wrappers that
+ * leave the request as it was: a verb of asking after "can you" ("Can you swim?" is left alone),
+ * "do you know" before what is asked ("Do you know Python?" is left alone), a word or short phrase
+ * asked the meaning of. Texts over 2,048 characters are left as they are.
+ */
+
+/** An optional greeting before the wrapper, kept as typed. */
+const GREETING = String.raw`(?:(?:hi|hello|hey)(?:\s+there)?[,!.]*\s+)?`;
+/** "can you", "could you please", "would you kindly". */
+const ASK = String.raw`(?:(?:can|could|would|will)\s+(?:you|u)|(?:would|will)\s+you\s+be\s+able\s+to|are\s+you\s+able\s+to|(?:is|would)\s+it\s+be\s+possible\s+(?:for\s+you\s+)?to|is\s+it\s+possible\s+(?:for\s+you\s+)?to)\s+(?:(?:please|pls|plz|kindly|possibly|just)\s+)*`;
+/** Verbs of a request to the assistant: "Can you explain …" asks what "Explain …" asks. */
+const VERBS = [
+  'tell',
+  'explain',
+  'describe',
+  'show',
+  'give',
+  'list',
+  'name',
+  'define',
+  'summarize',
+  'summarise',
+  'suggest',
+  'recommend',
+  'help',
+  'write',
+  'translate',
+  'provide',
+  'find',
+  'share',
+  'teach',
+  'create',
+  'generate',
+  'compare',
+  'outline',
+  'clarify',
+  'calculate',
+  'solve',
+  'check',
+  'correct',
+  'fix',
+  'rewrite',
+  'convert',
+  'draft',
+  'compose',
+];
+const VERB = String.raw`(?:${VERBS.join('|')})\b`;
+/** Each verb's form after "would you mind": "explaining" is "explain". */
+const GERUNDS = new Map(VERBS.map((v) => [v.endsWith('e') ? `${v.slice(0, -1)}ing` : `${v}ing`, v]));
+/** What "do you know" or "I wonder" is followed by when it wraps a question. */
+const ASKED = String.raw`(?=(?:what|who|whom|whose|where|when|why|how|which|if|whether|the|a|an|any|some)\b)`;
+/** A word or a short phrase (up to four words) whose meaning is asked. */
+const TERM = String.raw`(?:the\s+(?:word|term|phrase|expression)\s+)?(["“”'\p{L}\p{N}][\p{L}\p{N}'’"“”-]*(?:\s+[\p{L}\p{N}'’"“”-]+){0,3})`;
+const END = String.raw`\s*[?.!]*\s*$`;
+
+/** Wrappers taken off the opening of a line, in turn, until none is left; each with its kind. */
+const WRAPPERS: [RegExp, string | ((match: string, verb: string) => string), string][] = [
+  [new RegExp(String.raw`^(?:please|pls|plz|kindly)\s+(?=\p{L})`, 'iu'), '', 'please'],
+  [
+    new RegExp(String.raw`^(?:would|do)\s+(?:you|u)\s+mind\s+(?:(?:please|just)\s+)?(${[...GERUNDS.keys()].join('|')})\b`, 'iu'),
+    (_: string, gerund: string) => GERUNDS.get(gerund.toLowerCase()) as string,
+    'ask',
+  ],
+  [
+    new RegExp(
+      String.raw`^(?:i\s+(?:was|am)|i'm|i’m|im)\s+(?:just\s+)?(?:wondering|curious)\s+(?:if|whether)\s+(?:you|u)\s+(?:can|could|would|might)\s+(?:please\s+)?(?=${VERB})`,
+      'iu',
+    ),
+    '',
+    'wonder',
+  ],
+  [new RegExp(String.raw`^${ASK}(?=${VERB})`, 'iu'), '', 'ask'],
+  [
+    new RegExp(String.raw`^(?:(?:do|did)\s+(?:you|u)\s+(?:happen\s+to\s+)?know|any\s+idea|(?:can|may)\s+i\s+ask)\s+${ASKED}`, 'iu'),
+    'tell me ',
+    'know',
+  ],
+  [
+    new RegExp(String.raw`^i\s*(?:want|wanna|need|would\s+like|'d\s+like|’d\s+like|d\s+like)\s+to\s+know\s+${ASKED}`, 'iu'),
+    'tell me ',
+    'want',
+  ],
+  [
+    new RegExp(String.raw`^(?:i\s+(?:was|am)\s+wondering|i'm\s+wondering|i’m\s+wondering|i\s+wonder)\s+${ASKED}`, 'iu'),
+    'tell me ',
+    'wonder',
+  ],
+];
+
+/** "Tell me the …": what is asked, as a question ("What is the …?"). */
+const TOLD = /^tell\s+me\s+the\s+(\S.*?)\s*[?.!]*\s*$/iu;
+
+/** A question's tail that asks whether it is known: "What's the population of Canada, do you know?" */
+const TRAILING = /\s*[,;-]?\s*(?:do\s+you\s+know|any\s+idea)\s*[?.!]*\s*$/iu;
+
+/** A wrapper that puts a request as a question: "can you …", "do you know …". */
+const ASKING = new RegExp(
+  String.raw`^(?:(?:please|pls|plz|kindly)\s+)?(?:can|could|would|will|do|did|is|are|any|may|i\s+(?:was|am)|i'm|i’m|im)\b`,
+  'iu',
+);
+
+/** A question of what a word means, in its forms, and the word: "What is the meaning of X?" */
+const MEANING: RegExp[] = [
+  new RegExp(String.raw`^what(?:\s+is|'s|’s|s)\s+the\s+(?:meaning|definition)\s+of\s+${TERM}${END}`, 'iu'),
+  new RegExp(String.raw`^what(?:\s+is|'s|’s)\s+meant\s+by\s+${TERM}${END}`, 'iu'),
+  new RegExp(String.raw`^what\s+does\s+${TERM}\s+mean${END}`, 'iu'),
+  new RegExp(String.raw`^tell\s+me\s+what\s+${TERM}\s+means${END}`, 'iu'),
+  new RegExp(String.raw`^(?:define|(?:the\s+)?definition\s+of|(?:the\s+)?meaning\s+of)\s+${TERM}${END}`, 'iu'),
+  new RegExp(String.raw`^${TERM}\s+(?:meaning|definition)${END}`, 'iu'),
+];
+/** Words that do not end a term asked the meaning of ("What does it mean?" is a follow-up). */
+const NOT_A_TERM = /^(?:it|this|that|they|these|those|he|she|you|i|we|the|a|an)$/i;
+
+/** A text with its wrappers taken off, and what was taken off (`unwrap`). */
+export interface Unwrapped {
+  plain: string;
+  /** The kinds of wrapper taken off, line by line ("ask", "know", "meaning 2"); empty when none was. */
+  wrapper: string;
+}
+
+/** One line with its wrapper taken off; the first letter keeps its case. */
+function unwrapLine(line: string): Unwrapped {
+  const lead = LEAD.exec(line)?.[0] ?? '';
+  const typed = line.slice(lead.length);
+  let rest = typed;
+  const kinds: string[] = [];
+  for (let round = 0; round < 3; round++) {
+    const before = rest;
+    for (const [re, by, kind] of WRAPPERS) {
+      const next = typeof by === 'string' ? rest.replace(re, by) : rest.replace(re, by);
+      if (next !== rest) kinds.push(kind);
+      rest = next;
+    }
+    if (rest === before) break;
+  }
+  const after = TRAILING.exec(rest);
+  if (after) {
+    rest = `${rest.slice(0, after.index)}?`;
+    kinds.push('know');
+  }
+  // A question only in its wrapper ("Can you tell me …?") is a request: "Tell me …".
+  if (rest !== typed && ASKING.test(typed)) rest = rest.replace(/\s*\?+\s*$/, '');
+  // "Tell me the capital of France" asked as the question it is: the hit decision tells "What is
+  // the derivative of x^2?" from "… the integral …" far better than the same as requests. (A
+  // clause after "tell me" stays a request: "when World War I started?" reads as no question.)
+  const told = TOLD.exec(rest);
+  if (told) {
+    rest = `what is the ${told[1]}?`;
+    kinds.push('tell');
+  }
+  for (const [i, re] of MEANING.entries()) {
+    const m = re.exec(rest);
+    const term = m?.[1];
+    // "Define" a word asks what it means, and a phrase what the thing is: "Define machine learning"
+    // is left to read as "What is machine learning?" does.
+    if (term !== undefined && !NOT_A_TERM.test(term) && !(/\s/.test(term) && /^define\b/i.test(rest))) {
+      rest = `what does ${term} mean?`;
+      kinds.push(`meaning ${i}`);
+      break;
+    }
+  }
+  const first = typed.charAt(0);
+  const upper = first !== first.toLowerCase();
+  const plain = lead + (upper ? rest.charAt(0).toUpperCase() : rest.charAt(0).toLowerCase()) + rest.slice(1);
+  return plain === line ? { plain: line, wrapper: '' } : { plain, wrapper: kinds.join(' ') };
+}
+
+/** An optional greeting that opens a line, kept as typed. */
+const LEAD = new RegExp(`^\\s*${GREETING}`, 'iu');
+/** Texts longer than this (a document) are left as they are: a wrapper would change little of them. */
+const PLAIN_CHARS = 2048;
+/** A line that opens with what may be a wrapper. */
+const MAY_WRAP =
+  /(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition))\b|\b(?:meaning|definition|know|idea)\W*$/im;
+
+/**
+ * The text with each line's polite wrapper taken off ("Can you explain …" as "Explain …", "Do you
+ * know who …" as "Tell me who …", "Tell me the …" as "What is the …?") and a question of what a
+ * word or short phrase means in one form ("What is the meaning of X?", "Define X", "X meaning" as
+ * "What does X mean?"), and the kinds of wrapper taken off. Idempotent.
+ */
+export function unwrap(text: string): Unwrapped {
+  if (text.length > PLAIN_CHARS || !MAY_WRAP.test(text)) return { plain: text, wrapper: '' };
+  if (!text.includes('\n')) return unwrapLine(text);
+  const lines = text.split('\n').map(unwrapLine);
+  return {
+    plain: lines.map((l) => l.plain).join('\n'),
+    wrapper: lines
+      .map((l) => l.wrapper)
+      .join('\n')
+      .trim(),
+  };
+}
+
+/** `unwrap`'s text. */
+export const plainWording = (text: string): string => unwrap(text).plain;
