@@ -289,8 +289,19 @@ export class CalibratedScorer implements HitScorer {
     const typedA = this.analyseQuery(query);
     const typedB = this.analyse(candidate.text, candidate.scope);
     const plain = typedA.wrapper !== typedB.wrapper;
-    const textA = plain ? typedA.plain : query.text;
-    const textB = plain ? typedB.plain : candidate.text;
+    // Two requests that amount to questions, made with the same verb, are read as those questions
+    // ("Explain recursion" / "Explain iteration" as "What is recursion?" / "What is iteration?"):
+    // the first stage reads two requests that differ in one word as the same far more often than
+    // the two questions. A request reworded with another verb, or against a question, is left as
+    // it is, as the first stage reads such rewordings kindly and their questions strictly.
+    const form = plain ? 'plain' : 'typed';
+    const askedA = typedA.asked;
+    const askedB = typedB.asked;
+    const request = plain ? 'plainRequest' : 'typedRequest';
+    const [textA, textB] =
+      askedA && askedB && askedA[request] !== '' && askedA[request] === askedB[request]
+        ? [askedA[form], askedB[form]]
+        : [plain ? typedA.plain : query.text, plain ? typedB.plain : candidate.text];
     const a = textA === query.text ? typedA : this.analyseQuery(query, textA);
     const b = textB === candidate.text ? typedB : this.analyse(textB, candidate.scope);
     if (a.acronyms.size === 0 && b.acronyms.size === 0) return [a, b];

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { plainWording, unwrap } from './wording.ts';
 
+const asked = (text: string) => unwrap(text).asked;
+
 test('a polite wrapper around a request is taken off, and a question only in its wrapper becomes the request', () => {
   assert.equal(plainWording('Can you tell me the capital of France?'), 'What is the capital of France?');
   assert.equal(plainWording('Do you know the capital of France?'), 'What is the capital of France?');
@@ -72,4 +74,30 @@ test('what was taken off is said by its kind, alike for wrappers of one kind', (
   // Idempotent.
   for (const text of ['Can you tell me the capital of France?', 'Define ephemeral', 'Do you know who wrote Hamlet?'])
     assert.equal(plainWording(plainWording(text)), plainWording(text));
+});
+
+test('a request of one line that amounts to a question is also put as that question, with its kind and verb', () => {
+  assert.equal(asked('Explain recursion in programming')?.typed, 'What is recursion in programming?');
+  assert.equal(asked('tell me about the Eiffel Tower.')?.typed, 'what is the Eiffel Tower?');
+  assert.equal(asked('Tell me how to boil an egg')?.typed, 'How to boil an egg?');
+  assert.equal(asked('Explain what a prime number is')?.typed, 'What is a prime number?');
+  // Without its wrapper too.
+  assert.deepEqual(asked('Can you explain recursion?'), {
+    typed: 'Can you explain recursion?',
+    plain: 'What is recursion?',
+    typedRequest: '',
+    plainRequest: '2 explain',
+  });
+  assert.equal(asked('Explain recursion')?.typedRequest, asked('Explain iteration')?.typedRequest);
+  assert.notEqual(asked('Explain recursion')?.typedRequest, asked('Describe iteration')?.typedRequest);
+  // No question: about the assistant, a joke, what follows, a conversation's lines.
+  for (const text of [
+    'Tell me about yourself',
+    'Tell me a joke',
+    'Explain the following code:',
+    'Explain this',
+    'What is recursion?',
+    'Tell me about the Eiffel Tower.\nhow tall is it',
+  ])
+    assert.equal(asked(text), null, text);
 });

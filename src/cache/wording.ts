@@ -12,6 +12,10 @@
  * leave the request as it was: a verb of asking after "can you" ("Can you swim?" is left alone),
  * "do you know" before what is asked ("Do you know Python?" is left alone), a word or short phrase
  * asked the meaning of. Texts over 2,048 characters are left as they are.
+ *
+ * A request of one line that amounts to a question ("Explain recursion", "Tell me how to boil an
+ * egg") is also given as that question (`Unwrapped.asked`), for the hit decision to read two
+ * requests made with the same verb by.
  */
 
 /** An optional greeting before the wrapper, kept as typed. */
@@ -123,13 +127,19 @@ const NOT_A_TERM = /^(?:it|this|that|they|these|those|he|she|you|i|we|the|a|an)$
 
 /** A text with its wrappers taken off, and what was taken off (`unwrap`). */
 export interface Unwrapped {
+  /** Without its wrappers. */
   plain: string;
   /** The kinds of wrapper taken off, line by line ("ask", "know", "meaning 2"); empty when none was. */
   wrapper: string;
+  /**
+   * A request of one line that amounts to a question, put as that question (`asQuestion`): as
+   * typed and without its wrapper. Null when the text is no such request.
+   */
+  asked: { typed: string; plain: string; typedRequest: string; plainRequest: string } | null;
 }
 
 /** One line with its wrapper taken off; the first letter keeps its case. */
-function unwrapLine(line: string): Unwrapped {
+function unwrapLine(line: string, whole: boolean): Unwrapped {
   const lead = LEAD.exec(line)?.[0] ?? '';
   const typed = line.slice(lead.length);
   let rest = typed;
@@ -171,8 +181,61 @@ function unwrapLine(line: string): Unwrapped {
   }
   const first = typed.charAt(0);
   const upper = first !== first.toLowerCase();
-  const plain = lead + (upper ? rest.charAt(0).toUpperCase() : rest.charAt(0).toLowerCase()) + rest.slice(1);
-  return plain === line ? { plain: line, wrapper: '' } : { plain, wrapper: kinds.join(' ') };
+  const cased = (t: string) => lead + (upper ? t.charAt(0).toUpperCase() : t.charAt(0).toLowerCase()) + t.slice(1);
+  const plain = cased(rest);
+  const typedAsked = whole ? asQuestion(typed) : null;
+  const plainAsked = whole ? asQuestion(rest) : null;
+  return {
+    plain: plain === line ? line : plain,
+    wrapper: plain === line ? '' : kinds.join(' '),
+    asked:
+      typedAsked === null && plainAsked === null
+        ? null
+        : {
+            typed: typedAsked === null ? line : cased(typedAsked.question),
+            plain: plainAsked === null ? plain : cased(plainAsked.question),
+            typedRequest: typedAsked?.request ?? '',
+            plainRequest: plainAsked?.request ?? '',
+          },
+  };
+}
+
+/** What "explain" or "tell me about" is not followed by when it asks what a thing is. */
+const NOT_A_THING = String.raw`(?:what|how|why|when|where|who|whom|whose|which|if|whether|me|you|yourself|it|this|that|them|him|her|us|these|those|the\s+following|following|more|something|anything|everything|a\s+joke|a\s+story)\b`;
+/** A request that amounts to a question ("Explain recursion", "Tell me how to …"), and the question. */
+const REQUESTS: [RegExp, (m: RegExpExecArray) => string][] = [
+  [
+    /^(?:(?:tell|show|teach)\s+me|explain(?:\s+to\s+me)?|describe|i\s+(?:want|would\s+like|'d\s+like|’d\s+like)\s+to\s+learn|help\s+me\s+(?:learn|understand))\s+how\s+to\s+([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$/iu,
+    (m) => `how to ${m[1]}?`,
+  ],
+  [
+    /^(?:explain|describe|help\s+me\s+understand|tell\s+me)(?:\s+to\s+me)?\s+what\s+([^\n:]+?)\s+(is|are|was|were)\s*[?.!]*\s*$/iu,
+    (m) => `what ${m[2]} ${m[1]}?`,
+  ],
+  [
+    new RegExp(
+      String.raw`^(?:explain|describe|tell\s+me\s+about|help\s+me\s+understand|teach\s+me\s+about|give\s+me\s+an\s+overview\s+of)(?:\s+to\s+me)?\s+(?!${NOT_A_THING})([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$`,
+      'iu',
+    ),
+    (m) => `what is ${m[1]}?`,
+  ],
+];
+
+/**
+ * A request that amounts to a question, put as that question: "Explain recursion" as "What is
+ * recursion?", "Tell me how to boil an egg" as "How to boil an egg?", "Explain what a prime number
+ * is" as "What is a prime number?"; null for any other text. The hit decision was trained on
+ * questions and sentences, and calls two requests that differ in one word the same far more often
+ * than the two questions: "Explain recursion in programming" / "Explain iteration in programming"
+ * 0.99, "What is recursion in programming?" / "What is iteration …?" 0.15. `request` is the kind of
+ * request and its verb ("2 explain").
+ */
+function asQuestion(line: string): { question: string; request: string } | null {
+  for (const [i, [re, question]] of REQUESTS.entries()) {
+    const m = re.exec(line);
+    if (m) return { question: question(m), request: `${i} ${line.slice(0, line.search(/\s|$/)).toLowerCase()}` };
+  }
+  return null;
 }
 
 /** An optional greeting that opens a line, kept as typed. */
@@ -181,7 +244,7 @@ const LEAD = new RegExp(`^\\s*${GREETING}`, 'iu');
 const PLAIN_CHARS = 2048;
 /** A line that opens with what may be a wrapper. */
 const MAY_WRAP =
-  /(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition))\b|\b(?:meaning|definition|know|idea)\W*$/im;
+  /(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition)|explain|describe|show|teach|help|give)\b|\b(?:meaning|definition|know|idea)\W*$/im;
 
 /**
  * The text with each line's polite wrapper taken off ("Can you explain …" as "Explain …", "Do you
@@ -190,15 +253,16 @@ const MAY_WRAP =
  * "What does X mean?"), and the kinds of wrapper taken off. Idempotent.
  */
 export function unwrap(text: string): Unwrapped {
-  if (text.length > PLAIN_CHARS || !MAY_WRAP.test(text)) return { plain: text, wrapper: '' };
-  if (!text.includes('\n')) return unwrapLine(text);
-  const lines = text.split('\n').map(unwrapLine);
+  if (text.length > PLAIN_CHARS || !MAY_WRAP.test(text)) return { plain: text, wrapper: '', asked: null };
+  if (!text.includes('\n')) return unwrapLine(text, true);
+  const lines = text.split('\n').map((line) => unwrapLine(line, false));
   return {
     plain: lines.map((l) => l.plain).join('\n'),
     wrapper: lines
       .map((l) => l.wrapper)
       .join('\n')
       .trim(),
+    asked: null,
   };
 }
 

@@ -293,6 +293,22 @@ describe('POST /api/v1/check', () => {
     assert.equal(light.answer, '299,792 km/s.');
   });
 
+  test('two requests made with the same verb are read as the questions they amount to: another thing asked is a miss', async () => {
+    await t.post(
+      '/api/v1/store',
+      { messages: [user('Explain recursion in programming')], answer: 'A function that calls itself…', model: 'gpt-4o' },
+      key,
+    );
+    // Scored 0.99 as two requests; as "What is recursion / iteration in programming?", 0.15.
+    const other = (await t.post('/api/v1/check', { messages: [user('Explain iteration in programming')] }, key)).json();
+    assert.equal(other.cache_hit, false);
+    for (const text of ['Can you explain recursion in programming?', 'What is recursion in programming?']) {
+      const hit = (await t.post('/api/v1/check', { messages: [user(text)] }, key)).json();
+      assert.equal(hit.cache_hit, true, text);
+      assert.equal(hit.answer, 'A function that calls itself…', text);
+    }
+  });
+
   test('the same follow-up after the same question but another reply is a miss', async () => {
     // "Multiply it by 3" is about the reply: 7 and 4 have different answers.
     const first = user('Pick a random number from 1 to 10.');
