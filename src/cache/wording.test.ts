@@ -88,13 +88,20 @@ test('a request of one line that amounts to a question is also put as that quest
     typedRequest: '',
     plainRequest: '2 explain',
   });
+  assert.equal(asked('Explain how solar panels work')?.typed, 'How solar panels work?');
+  // A task: what it is asked for, read as the thing asked about.
+  assert.equal(asked('Give me a recipe for scones')?.typed, 'What is a recipe for scones?');
+  assert.equal(asked('write a haiku about the ocean')?.typed, 'what is a haiku about the ocean?');
   assert.equal(asked('Explain recursion')?.typedRequest, asked('Explain iteration')?.typedRequest);
+  assert.notEqual(asked('Give me a recipe for scones')?.typedRequest, asked('Write a recipe for scones')?.typedRequest);
   assert.notEqual(asked('Explain recursion')?.typedRequest, asked('Describe iteration')?.typedRequest);
   // No question: about the assistant, a joke, what follows, a conversation's lines.
   for (const text of [
     'Tell me about yourself',
     'Tell me a joke',
     'Explain the following code:',
+    'Translate this into Spanish: see you later',
+    'Write the following as a list',
     'Explain this',
     'What is recursion?',
     'Tell me about the Eiffel Tower.\nhow tall is it',

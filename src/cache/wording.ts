@@ -219,12 +219,22 @@ const REQUESTS: [RegExp, (m: RegExpExecArray) => string][] = [
     ),
     (m) => `what is ${m[1]}?`,
   ],
+  [/^(?:explain|describe)(?:\s+to\s+me)?\s+(how|why)\s+([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$/iu, (m) => `${m[1]} ${m[2]}?`],
+  [
+    new RegExp(
+      String.raw`^(?:give|list|name|suggest|recommend|summari[sz]e|write|translate|convert|compare|create|generate|draft|plan|calculate|find|rewrite|fix|correct|make|provide|outline)(?:\s+me)?\s+(?!${NOT_A_THING})([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$`,
+      'iu',
+    ),
+    (m) => `what is ${m[1]}?`,
+  ],
 ];
 
 /**
  * A request that amounts to a question, put as that question: "Explain recursion" as "What is
  * recursion?", "Tell me how to boil an egg" as "How to boil an egg?", "Explain what a prime number
- * is" as "What is a prime number?"; null for any other text. The hit decision was trained on
+ * is" as "What is a prime number?", and a task as what it asks for: "Give me a recipe for scones"
+ * as "What is a recipe for scones?" (read only beside a task of the same verb, for what differs
+ * in what is asked for); null for any other text. The hit decision was trained on
  * questions and sentences, and calls two requests that differ in one word the same far more often
  * than the two questions: "Explain recursion in programming" / "Explain iteration in programming"
  * 0.99, "What is recursion in programming?" / "What is iteration …?" 0.15. `request` is the kind of
@@ -244,7 +254,7 @@ const LEAD = new RegExp(`^\\s*${GREETING}`, 'iu');
 const PLAIN_CHARS = 2048;
 /** A line that opens with what may be a wrapper. */
 const MAY_WRAP =
-  /(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition)|explain|describe|show|teach|help|give)\b|\b(?:meaning|definition|know|idea)\W*$/im;
+  /(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition)|explain|describe|show|teach|help|give|list|name|suggest|recommend|summari[sz]e|write|translate|convert|compare|create|generate|draft|plan|calculate|find|rewrite|fix|correct|make|provide|outline)\b|\b(?:meaning|definition|know|idea)\W*$/im;
 
 /**
  * The text with each line's polite wrapper taken off ("Can you explain …" as "Explain …", "Do you
