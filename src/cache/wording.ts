@@ -237,13 +237,13 @@ const REQUESTS: [RegExp, (m: RegExpExecArray) => string][] = [
  * in what is asked for); null for any other text. The hit decision was trained on
  * questions and sentences, and calls two requests that differ in one word the same far more often
  * than the two questions: "Explain recursion in programming" / "Explain iteration in programming"
- * 0.99, "What is recursion in programming?" / "What is iteration …?" 0.15. `request` is the kind of
- * request and its verb ("2 explain").
+ * 0.99, "What is recursion in programming?" / "What is iteration …?" 0.15. `request` is its verb
+ * ("explain", "tell", "give"), which two requests read as questions share.
  */
 function asQuestion(line: string): { question: string; request: string } | null {
-  for (const [i, [re, question]] of REQUESTS.entries()) {
+  for (const [re, question] of REQUESTS) {
     const m = re.exec(line);
-    if (m) return { question: question(m), request: `${i} ${line.slice(0, line.search(/\s|$/)).toLowerCase()}` };
+    if (m) return { question: question(m), request: line.slice(0, line.search(/\s|$/)).toLowerCase() };
   }
   return null;
 }
