@@ -4,7 +4,7 @@ import { acronymsIn, expandAcronyms, namesWords, otherAcronyms } from './acronym
 import { differentRequest } from './contrast.ts';
 import { analyse, aroundShared, FEATURE_NAMES, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
-import { unwrap } from './wording.ts';
+import { unwrap, type Unwrapped } from './wording.ts';
 
 /** Texts up to this length have their analysis remembered, and are checked by `differs`. */
 const MEMO_CHARS = 2048;
@@ -277,27 +277,33 @@ export class CalibratedScorer implements HitScorer {
 
   /**
    * The two texts' analyses as the pair is read: without their polite wrappers where they differ
-   * ("Can you tell me …" / "What is …", "Define X" / "What is the meaning of X"), as typed where
-   * both have the same one, for "Could you tell me the speed of light?" / "… of sound?" read apart
-   * as questions and close as requests; and with the acronyms one types and the other writes out
-   * written out in both (`writtenOutByOther`).
+   * ("Can you tell me …" / "What is …", "Define X" / "What is the meaning of X") or where both are
+   * questions without them ("Define 'affect'" / "Define 'effect'" as "What does … mean?"), as typed
+   * where both have the same one and would be requests without it ("Can you sort …" / "Can you
+   * reverse …": the first stage reads two requests that differ in one word as the same); and with
+   * the acronyms one types and the other writes out written out in both (`writtenOutByOther`).
    */
   private pair(query: Side, candidate: Side): [Read, Read] {
     // Taking wrappers off costs about a microsecond a text: only the texts read are analysed.
     const wrappedA = unwrap(query.text);
     const wrappedB = unwrap(candidate.text);
-    const plain = wrappedA.wrapper !== wrappedB.wrapper;
+    /** Taken off, the wrapper leaves a question. */
+    const question = (w: Unwrapped, text: string) => w.plain !== text && /\?\s*$/.test(w.plain);
+    const plain = wrappedA.wrapper !== wrappedB.wrapper || (question(wrappedA, query.text) && question(wrappedB, candidate.text));
     // Two requests that amount to questions, made with the same verb, are read as those questions
     // ("Explain recursion" / "Explain iteration" as "What is recursion?" / "What is iteration?"):
     // the first stage reads two requests that differ in one word as the same far more often than
     // the two questions. A request reworded with another verb, or against a question, is left as
     // it is, as the first stage reads such rewordings kindly and their questions strictly.
-    const form = plain ? 'plain' : 'typed';
     const askedA = wrappedA.asked;
     const askedB = wrappedB.asked;
-    const request = plain ? 'plainRequest' : 'typedRequest';
+    const same = (form: 'typed' | 'plain') =>
+      askedA !== null && askedB !== null && askedA[`${form}Request`] !== '' && askedA[`${form}Request`] === askedB[`${form}Request`];
+    // The same wrapper around two such requests ("Any idea how to sort a list?" / "… how to reverse
+    // a list?") is read without it too.
+    const form = !plain && same('typed') ? 'typed' : same('plain') ? 'plain' : null;
     const [textA, textB] =
-      askedA && askedB && askedA[request] !== '' && askedA[request] === askedB[request]
+      form !== null && askedA && askedB
         ? [askedA[form], askedB[form]]
         : [plain ? wrappedA.plain : query.text, plain ? wrappedB.plain : candidate.text];
     const a = this.analyseQuery(query, textA);
