@@ -358,6 +358,16 @@ describe('differentRequest', () => {
     assert.equal(d('Tell me about the Titanic.\nhow many people died', 'What was the Titanic?\ncause of the sinking'), 'amount/reason');
     assert.equal(d('Tell me about Netflix.\nwhen did it start streaming', 'What is Netflix?\nnumber of subscribers'), 'time/amount');
     assert.equal(d('Tell me about the Eiffel Tower.\nwhat year was it built', 'What is the Eiffel Tower?\nits architect'), 'time/person');
+    // "What caused it" asks for a reason; a city is a place (a country may be who did it).
+    assert.equal(d('Tell me about the Black Death.\nwhat caused it', 'What was the Black Death?\ndeath toll'), 'reason/amount');
+    assert.equal(d('Tell me about Airbnb.\nWho founded it?', 'What is Airbnb?\ncity where it was founded'), 'person/place');
+    assert.equal(
+      d(
+        'Tell me about the Statue of Liberty.\nWho gave it to the United States?',
+        'What is the Statue of Liberty?\ncountry that gifted it',
+      ),
+      null,
+    );
     assert.equal(d('Tell me about Tokyo.\nhow many people live there', 'What is Tokyo like?\nits population'), null);
     assert.equal(d('Tell me about the Eiffel Tower.\nhow tall is it', 'What is the Eiffel Tower?\nheight of the tower'), null);
     // "who" and "where" join a clause in keywords and name nothing.

@@ -71,12 +71,16 @@ const ANSWER_KINDS = new Map<string, string>([
     .split(' ')
     .map((w): [string, string] => [w, 'person']),
   ...'year date century decade era birthday anniversary'.split(' ').map((w): [string, string] => [w, 'time']),
-  ...'place location birthplace whereabouts headquarters address venue'.split(' ').map((w): [string, string] => [w, 'place']),
+  ...'place location birthplace whereabouts headquarters address venue city town'
+    .split(' ')
+    .map((w): [string, string] => [w, 'place']),
   ...'cause reason purpose motive'.split(' ').map((w): [string, string] => [w, 'reason']),
   ...'number count total percentage toll population amount price cost height length size weight depth width distance age capacity speed duration lifespan'
     .split(' ')
     .map((w): [string, string] => [w, 'amount']),
 ]);
+/** Verbs after "what" that ask for a reason ("what caused it"). */
+const CAUSED = new Set(['caused', 'causes', 'cause', 'led', 'leads', 'triggered', 'triggers', 'sparked']);
 /** Words after "how" that ask for an amount or a measure ("how many", "how tall"). */
 const HOW_MUCH = new Set('many much tall long big large heavy deep far high wide old fast'.split(' '));
 
@@ -90,6 +94,8 @@ function askedFor(info: TextInfo): string | null {
   if (word !== null) return QUESTION_KINDS.get(word) ?? null;
   const [first, next] = info.opening;
   if (first === 'how') return HOW_MUCH.has(next) ? 'amount' : null;
+  // "What caused it?", "what led to the war": a reason.
+  if (first === 'what' && CAUSED.has(next)) return 'reason';
   return first === 'what' || first === 'which' ? (ANSWER_KINDS.get(next) ?? null) : null;
 }
 /** Words in a request typed as keywords: a short last line ("year of its invention", "its architect"). */
