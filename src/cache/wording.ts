@@ -6,7 +6,8 @@
  * meaning" ask "What does ephemeral mean?". The embedding and the hit decision read them far apart
  * (0.44 for "Do you know …" against "What is …", 0.26 for "What is the definition of ubiquitous?"
  * against "What does ubiquitous mean?"), so texts are embedded with each line's wrapper taken off
- * (`unwrap`), and the hit decision reads two texts so where their wrappers differ.
+ * (`unwrap`), and the hit decision reads two texts so where their wrappers differ or leave two
+ * questions.
  *
  * Only a line's opening (and a closing "…, do you know?") is rewritten, and only wrappers that
  * leave the request as it was: a verb of asking after "can you" ("Can you swim?" is left alone),
@@ -23,41 +24,10 @@ const GREETING = String.raw`(?:(?:hi|hello|hey)(?:\s+there)?[,!.]*\s+)?`;
 /** "can you", "could you please", "would you kindly". */
 const ASK = String.raw`(?:(?:can|could|would|will)\s+(?:you|u)|(?:would|will)\s+you\s+be\s+able\s+to|are\s+you\s+able\s+to|(?:is|would)\s+it\s+be\s+possible\s+(?:for\s+you\s+)?to|is\s+it\s+possible\s+(?:for\s+you\s+)?to)\s+(?:(?:please|pls|plz|kindly|possibly|just)\s+)*`;
 /** Verbs of a request to the assistant: "Can you explain …" asks what "Explain …" asks. */
-const VERBS = [
-  'tell',
-  'explain',
-  'describe',
-  'show',
-  'give',
-  'list',
-  'name',
-  'define',
-  'summarize',
-  'summarise',
-  'suggest',
-  'recommend',
-  'help',
-  'write',
-  'translate',
-  'provide',
-  'find',
-  'share',
-  'teach',
-  'create',
-  'generate',
-  'compare',
-  'outline',
-  'clarify',
-  'calculate',
-  'solve',
-  'check',
-  'correct',
-  'fix',
-  'rewrite',
-  'convert',
-  'draft',
-  'compose',
-];
+const VERBS = (
+  'tell explain describe show give list name define summarize summarise suggest recommend help write translate provide ' +
+  'find share teach create generate compare outline clarify calculate solve check correct fix rewrite convert draft compose'
+).split(' ');
 const VERB = String.raw`(?:${VERBS.join('|')})\b`;
 /** Each verb's form after "would you mind": "explaining" is "explain". */
 const GERUNDS = new Map(VERBS.map((v) => [v.endsWith('e') ? `${v.slice(0, -1)}ing` : `${v}ing`, v]));
@@ -202,6 +172,8 @@ function unwrapLine(line: string, whole: boolean): Unwrapped {
 
 /** What "explain" or "tell me about" is not followed by when it asks what a thing is. */
 const NOT_A_THING = String.raw`(?:what|how|why|when|where|who|whom|whose|which|if|whether|me|you|yourself|it|this|that|them|him|her|us|these|those|the\s+following|following|more|something|anything|everything|a\s+joke|a\s+story)\b`;
+/** Verbs of a task, read as what it asks for beside a task of the same verb ("Give me a recipe for scones"). */
+const TASK = String.raw`(?:give|list|name|suggest|recommend|summari[sz]e|write|translate|convert|compare|create|generate|draft|plan|calculate|find|rewrite|fix|correct|make|provide|outline)\b`;
 /** A request that amounts to a question ("Explain recursion", "Tell me how to …"), and the question. */
 const REQUESTS: [RegExp, (m: RegExpExecArray) => string][] = [
   [
@@ -220,13 +192,7 @@ const REQUESTS: [RegExp, (m: RegExpExecArray) => string][] = [
     (m) => `what is ${m[1]}?`,
   ],
   [/^(?:explain|describe)(?:\s+to\s+me)?\s+(how|why)\s+([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$/iu, (m) => `${m[1]} ${m[2]}?`],
-  [
-    new RegExp(
-      String.raw`^(?:give|list|name|suggest|recommend|summari[sz]e|write|translate|convert|compare|create|generate|draft|plan|calculate|find|rewrite|fix|correct|make|provide|outline)(?:\s+me)?\s+(?!${NOT_A_THING})([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$`,
-      'iu',
-    ),
-    (m) => `what is ${m[1]}?`,
-  ],
+  [new RegExp(String.raw`^${TASK}(?:\s+me)?\s+(?!${NOT_A_THING})([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$`, 'iu'), (m) => `what is ${m[1]}?`],
 ];
 
 /**
@@ -253,8 +219,10 @@ const LEAD = new RegExp(`^\\s*${GREETING}`, 'iu');
 /** Texts longer than this (a document) are left as they are: a wrapper would change little of them. */
 const PLAIN_CHARS = 2048;
 /** A line that opens with what may be a wrapper. */
-const MAY_WRAP =
-  /(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition)|explain|describe|show|teach|help|give|list|name|suggest|recommend|summari[sz]e|write|translate|convert|compare|create|generate|draft|plan|calculate|find|rewrite|fix|correct|make|provide|outline)\b|\b(?:meaning|definition|know|idea)\W*$/im;
+const MAY_WRAP = new RegExp(
+  String.raw`(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition)|explain|describe|show|teach|help)\b|${TASK})|\b(?:meaning|definition|know|idea)\W*$`,
+  'im',
+);
 
 /**
  * The text with each line's polite wrapper taken off ("Can you explain …" as "Explain …", "Do you
