@@ -71,9 +71,7 @@ const ANSWER_KINDS = new Map<string, string>([
     .split(' ')
     .map((w): [string, string] => [w, 'person']),
   ...'year date century decade era birthday anniversary'.split(' ').map((w): [string, string] => [w, 'time']),
-  ...'place location birthplace whereabouts headquarters address venue city town'
-    .split(' ')
-    .map((w): [string, string] => [w, 'place']),
+  ...'place location birthplace whereabouts headquarters address venue city town'.split(' ').map((w): [string, string] => [w, 'place']),
   ...'cause reason purpose motive'.split(' ').map((w): [string, string] => [w, 'reason']),
   ...'number count total percentage toll population amount price cost height length size weight depth width distance age capacity speed duration lifespan'
     .split(' ')
