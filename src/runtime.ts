@@ -123,6 +123,8 @@ export interface Runtime {
   vectorsFromSnapshot: number;
   /** Cluster mode: keeps the index in step with other nodes' writes. */
   sync: IndexSync | null;
+  /** Settles when the stored vectors of older text forms are made again, or that stopped (`CacheService.reembed`). */
+  reembedded: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -176,6 +178,15 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   await cache.loadIndex(watermark ?? 0);
   await sync?.start();
   usage.start();
+  // Vectors made from an older form of their texts are made again in the background; until then
+  // they are searched as they are.
+  const reembedding = new AbortController();
+  const reembedded = cache.reembed({ signal: reembedding.signal }).then(
+    (vectors) => {
+      if (vectors > 0) opts.log?.info({ vectors }, 'stored vectors made again from the current form of their texts');
+    },
+    (err: unknown) => opts.log?.warn({ err }, 'making stored vectors again stopped; it resumes at the next start'),
+  );
   const sweeper = setInterval(() => void cache.sweepExpired().catch(() => undefined), 60_000);
   sweeper.unref();
 
@@ -208,8 +219,11 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     index,
     vectorsFromSnapshot,
     sync,
+    reembedded,
     async close() {
       clearInterval(sweeper);
+      reembedding.abort();
+      await reembedded;
       await sync?.stop();
       await usage.close();
       await limiter.close();

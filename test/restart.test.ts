@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
+import { partitionOf } from '../src/cache/context.ts';
+import { dot } from '../src/cache/scorer.ts';
+import { vectorId } from '../src/cache/text-form.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, testConfig, user } from './helpers.ts';
 
 describe('data survives a restart', () => {
@@ -38,6 +41,45 @@ describe('data survives a restart', () => {
       assert.equal(usage.exact_hits, 2);
       assert.equal(usage.semantic_hits, 1);
       assert.equal(usage.cache_misses, 1);
+    } finally {
+      await second.close();
+    }
+  });
+
+  test('an entry embedded from an older form of its text is searched after a restart, and embedded again', async () => {
+    const embedder = await sharedEmbedder();
+    const older = testConfig();
+    const first = await startTestApp({ config: older, embedder, keepData: true });
+    const key = await first.key('older-form');
+    const stored = (
+      await first.post(
+        '/api/v1/store',
+        { messages: [user('Do you know the capital of Australia?')], answer: 'Canberra.', model: 'gpt-4o' },
+        key,
+      )
+    ).json();
+    // As a version before the current text form stored it: the text embedded as typed, under the
+    // embedder's bare id.
+    const [entry] = await first.runtime.ctx.store.getEntries((await first.runtime.ctx.store.scanVectors(0, 1000)).map((r) => r.id));
+    assert.equal(entry?.publicId, stored.entry_id);
+    const typed = (await embedder.embed(['Do you know the capital of Australia?']))[0] as Float32Array;
+    const id = entry?.id as number;
+    const update = { id, from: vectorId(embedder), embedderId: embedder.id, vector: typed, prefixVector: null };
+    assert.deepEqual(await first.runtime.ctx.store.replaceVectors([update]), [id]);
+    first.runtime.index.add(partitionOf(entry?.accountId as string, entry?.contextHash as string), id, typed);
+    await first.close();
+
+    const second = await startTestApp({ config: older, embedder });
+    try {
+      await second.runtime.reembedded;
+      const [again] = await second.runtime.ctx.store.getEntries([id]);
+      assert.equal(again?.embedderId, vectorId(embedder));
+      const plain = (await embedder.embed(['What is the capital of Australia?']))[0] as Float32Array;
+      assert.ok(dot(again?.vector as Float32Array, plain) > 0.9999, 'embedded without its wrapper');
+      assert.equal(again?.answer, 'Canberra.');
+      const hit = (await second.post('/api/v1/check', { messages: [user('What is the capital of Australia?')] }, key)).json();
+      assert.equal(hit.cache_type, 'semantic');
+      assert.equal(hit.answer, 'Canberra.');
     } finally {
       await second.close();
     }

@@ -1,14 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate } from 'node:timers/promises';
 import type { Embedder } from '../embedding/interface.ts';
-import type { Account, Entry, EntryHead, Store, UsageDelta } from '../store/interface.ts';
+import type { Account, Entry, EntryHead, Store, UsageDelta, VectorRow, VectorUpdate } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, mayRival, type HitScorer, type Side } from './scorer.ts';
-import { expandAcronyms } from './acronyms.ts';
-import { plainWording } from './wording.ts';
+import { embedText, ofEmbedder, vectorId } from './text-form.ts';
 import { putAsQuestion } from './features.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
@@ -102,18 +101,6 @@ export interface CacheDeps {
   now?: () => number;
 }
 
-/**
- * The vectors of texts as a semantic search reads them: with common acronyms written out
- * (`expandAcronyms`), so that "What is ML?" and "What is machine learning?" embed alike. (The hit
- * decision reads an acronym written out where the other text writes it out: `CalibratedScorer`.)
- */
-function embedText(embedder: Embedder, texts: readonly string[], scope: string): Promise<Float32Array[]> {
-  return embedder.embed(
-    texts.map((t) => expandAcronyms(plainWording(t))),
-    scope,
-  );
-}
-
 /** Estimated tokens of a text when the client does not say: about four characters a token. */
 export function estimateTokens(text: string): number {
   return Math.max(1, Math.ceil(text.length / 4));
@@ -162,13 +149,63 @@ export class CacheService {
       const items = [];
       for (const r of rows) {
         after = r.id;
-        if (r.embedderId !== embedder.id || (r.expiresAt !== null && r.expiresAt <= nowIso)) continue;
+        if (!ofEmbedder(r.embedderId, embedder) || (r.expiresAt !== null && r.expiresAt <= nowIso)) continue;
         items.push({ partition: partitionOf(r.accountId, r.contextHash), id: r.id, vector: r.vector });
       }
       this.deps.index.addMany(items);
       loaded += items.length;
     }
     return loaded;
+  }
+
+  /**
+   * Makes again, in the background, the stored vectors of this embedder that an older form of
+   * their texts was embedded in (`TEXT_FORM`): entries stored before acronyms were written out
+   * and wrappers taken off are searched with their old vectors until then. Entries are read in
+   * id order, `batch` at a time, embedded in the workers (at their low priority) and written only
+   * where not stored again meanwhile; each is put in the index as it is written. Stops early when
+   * `signal` aborts. Returns how many vectors were written.
+   */
+  async reembed(opts: { batch?: number; signal?: AbortSignal } = {}): Promise<number> {
+    const embedder = this.deps.embedder;
+    if (!embedder) return 0;
+    const current = vectorId(embedder);
+    // Small batches: a check's own texts wait for the workers behind at most one batch.
+    const batch = opts.batch ?? 8;
+    let after = 0;
+    let written = 0;
+    while (!opts.signal?.aborted) {
+      const rows = await this.deps.store.scanVectors(after, 1000);
+      if (rows.length === 0) break;
+      after = (rows[rows.length - 1] as VectorRow).id;
+      const stale = rows.filter((r) => r.embedderId !== current && ofEmbedder(r.embedderId, embedder)).map((r) => r.id);
+      for (let i = 0; i < stale.length && !opts.signal?.aborted; i += batch) {
+        const nowIso = new Date(this.now()).toISOString();
+        const entries = (await this.deps.store.getEntries(stale.slice(i, i + batch))).filter(
+          (e) =>
+            e.embedderId !== null &&
+            e.embedderId !== current &&
+            ofEmbedder(e.embedderId, embedder) &&
+            (e.expiresAt === null || e.expiresAt > nowIso),
+        );
+        const vectors = await Promise.all(
+          entries.map((e) => embedText(embedder, e.prefixText ? [e.queryText, e.prefixText] : [e.queryText], e.accountId)),
+        );
+        const updates: VectorUpdate[] = [];
+        entries.forEach((e, k) => {
+          const [vector, prefixVector] = vectors[k] as Float32Array[];
+          if (vector)
+            updates.push({ id: e.id, from: e.embedderId as string, embedderId: current, vector, prefixVector: prefixVector ?? null });
+        });
+        const done = new Set(await this.deps.store.replaceVectors(updates));
+        for (const [k, e] of entries.entries()) {
+          const vector = (vectors[k] as Float32Array[])[0];
+          if (done.has(e.id) && vector) this.deps.index.add(partitionOf(e.accountId, e.contextHash), e.id, vector);
+        }
+        written += done.size;
+      }
+    }
+    return written;
   }
 
   /**
@@ -300,7 +337,7 @@ export class CacheService {
         // An entry stored again in another scope keeps its id and leaves it behind in the old
         // partition of the index; only its current scope counts.
         e.contextHash !== key.contextHash ||
-        e.embedderId !== embedder.id ||
+        !ofEmbedder(e.embedderId, embedder) ||
         e.vector === null ||
         !this.samePrefix(key, prefixVector ?? null, e)
       ) {
@@ -505,7 +542,7 @@ export class CacheService {
       answer: input.answer,
       model: input.model,
       tokens: input.tokensUsed ?? estimateTokens(input.answer),
-      embedderId: embedder?.id ?? null,
+      embedderId: embedder ? vectorId(embedder) : null,
       vector,
       prefixVector,
       createdAt,

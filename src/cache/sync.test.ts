@@ -9,6 +9,7 @@ import { PostgresStore } from '../store/postgres.ts';
 import { BruteForceIndex } from '../vector/brute.ts';
 import { partitionOf } from './context.ts';
 import { IndexSync } from './sync.ts';
+import { vectorId } from './text-form.ts';
 
 describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () => {
   const { schema, drop } = freshSchema();
@@ -60,6 +61,17 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
       expiresAt: null,
     };
   }
+
+  test('vectors made again on one node replace the old ones in the index of another', async () => {
+    const typed = await vectorOf('Do you know the boiling point of water?');
+    const put = await store.putEntry({ ...newEntry('Do you know the boiling point of water?', typed), exactHash: 'hash-remade' });
+    assert.ok(await eventually(async () => has(put.id, typed)));
+    const remade = await vectorOf('What is the boiling point of water?');
+    const update = { id: put.id, from: embedder.id, embedderId: vectorId(embedder), vector: remade, prefixVector: null };
+    assert.deepEqual(await store.replaceVectors([update]), [put.id]);
+    const nearest = () => index.search(partitionOf(account.id, 'ctx'), remade, 1)[0];
+    assert.ok(await eventually(async () => nearest()?.id === put.id && (nearest()?.cosine ?? 0) > 0.9999));
+  });
 
   test('a change committed after a later one is still applied', async () => {
     // A store whose transaction takes its change number first and commits last, as two nodes

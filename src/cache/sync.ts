@@ -4,6 +4,7 @@ import type { VectorRow } from '../store/interface.ts';
 import { CHANGES_CHANNEL, type EntryChange, type PostgresStore } from '../store/postgres.ts';
 import type { VectorIndex } from '../vector/interface.ts';
 import { partitionOf } from './context.ts';
+import { ofEmbedder } from './text-form.ts';
 
 export interface SyncOptions {
   /** Poll for changes this often even without a notification (and after reconnecting). */
@@ -116,7 +117,7 @@ export class IndexSync {
       if (c.seq <= this.lastSeq || this.appliedAbove.has(c.seq)) continue;
       const partition = partitionOf(c.accountId, c.contextHash);
       if (c.op === 'delete') this.index.remove(partition, c.entryId);
-      else if (c.vector && c.vector.embedderId === this.embedder.id && (c.vector.expiresAt === null || c.vector.expiresAt > nowIso)) {
+      else if (c.vector && ofEmbedder(c.vector.embedderId, this.embedder) && (c.vector.expiresAt === null || c.vector.expiresAt > nowIso)) {
         this.index.add(partition, c.entryId, c.vector.vector);
       }
       this.appliedAbove.add(c.seq);

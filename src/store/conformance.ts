@@ -238,6 +238,34 @@ export function storeConformance(
       );
     });
 
+    test('vectors made again are written where the entry still has the vector id read, and nothing else of it changes', async () => {
+      const a = await store.createAccount('conf-vectors', 'free');
+      const put = await store.putEntry(entry(a.id, { embedderId: 'e', prefixVector: Float32Array.from([1, 0]) }));
+      await store.recordHits(new Map([[put.id, { count: 2, at: new Date().toISOString(), lookupMs: 1, createdAt: put.createdAt }]]));
+      const before = (await store.getEntries([put.id]))[0];
+      assert.equal((await store.getEntryByHash(a.id, put.exactHash))?.embedderId, 'e');
+      const stale = { id: put.id, from: 'old', embedderId: 'e2', vector: Float32Array.from([0, 1]), prefixVector: null };
+      assert.deepEqual(await store.replaceVectors([stale]), []);
+      assert.deepEqual(
+        await store.replaceVectors([
+          { ...stale, from: 'e' },
+          { ...stale, id: put.id + 1_000_000, from: 'e' },
+        ]),
+        [put.id],
+      );
+      const after = (await store.getEntries([put.id]))[0];
+      assert.equal(after?.embedderId, 'e2');
+      assert.deepEqual([...(after?.vector ?? [])], [0, 1]);
+      assert.equal(after?.prefixVector, null);
+      assert.deepEqual(
+        { ...after, embedderId: undefined, vector: undefined, prefixVector: undefined },
+        { ...before, embedderId: undefined, vector: undefined, prefixVector: undefined },
+      );
+      // The exact lookup sees the new vector id too (a cached head is not served stale).
+      assert.equal((await store.getEntryByHash(a.id, put.exactHash))?.embedderId, 'e2');
+      assert.equal((await store.scanVectors(put.id - 1, 1))[0]?.embedderId, 'e2');
+    });
+
     test('sessions: created, found until they expire, deleted', async () => {
       const a = await store.createAccount('conf-sessions', 'free');
       const now = Date.now();

@@ -65,6 +65,16 @@ export interface Entry extends NewEntry {
 /** An entry without its conversation and vectors: what serving an exact hit needs. */
 export type EntryHead = Omit<Entry, 'messages' | 'vector' | 'prefixVector' | 'queryText' | 'prefixText' | 'namespace'>;
 
+/** An entry's vectors made again, by another embedder or from another form of its texts. */
+export interface VectorUpdate {
+  id: number;
+  /** The vector id the entry was read with. */
+  from: string;
+  embedderId: string;
+  vector: Float32Array;
+  prefixVector: Float32Array | null;
+}
+
 /** The fields the vector index needs, streamed at start-up and on change. */
 export interface VectorRow {
   id: number;
@@ -193,6 +203,12 @@ export interface Store {
   pruneChanges?(limit: number): Promise<number>;
   /** Every vector, in id order, for rebuilding an index. */
   scanVectors(afterId: number, limit: number): Promise<VectorRow[]>;
+  /**
+   * Writes vectors made again (`VectorUpdate`), each only where the entry still has the vector id
+   * it was read with (an entry stored again meanwhile keeps its new vectors); returns the ids
+   * written. The entries are otherwise untouched (their answer, times and counts).
+   */
+  replaceVectors(updates: readonly VectorUpdate[]): Promise<number[]>;
 
   /** Adds counters to hourly buckets (creating them). */
   addUsage(rows: readonly UsageRow[]): Promise<void>;

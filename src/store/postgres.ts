@@ -18,6 +18,7 @@ import type {
   UsageQuery,
   UsageRow,
   VectorRow,
+  VectorUpdate,
 } from './interface.ts';
 
 /** A store error caused by the database being unreachable: answered 503, retried by clients. */
@@ -623,6 +624,31 @@ export class PostgresStore implements Store {
       vector: bufferToVector(r.vector as Buffer),
       expiresAt: strOrNull(r.expires_at),
     }));
+  }
+
+  async replaceVectors(updates: readonly VectorUpdate[]): Promise<number[]> {
+    if (updates.length === 0) return [];
+    return this.tx(async (c) => {
+      const { rows } = await c.query(
+        `UPDATE entries e SET embedder_id = u.embedder_id, vector = u.vector, prefix_vector = u.prefix_vector
+           FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bytea[]) AS u(id, from_id, embedder_id, vector, prefix_vector)
+          WHERE e.id = u.id AND e.embedder_id = u.from_id
+          RETURNING e.id, e.account_id, e.context_hash`,
+        [
+          updates.map((u) => u.id),
+          updates.map((u) => u.from),
+          updates.map((u) => u.embedderId),
+          updates.map((u) => vectorToBuffer(u.vector)),
+          updates.map((u) => (u.prefixVector ? vectorToBuffer(u.prefixVector) : null)),
+        ],
+      );
+      // Other nodes take the new vectors into their indexes as for any entry stored.
+      await this.recordChange(
+        c,
+        rows.map((r) => ({ entryId: num(r.id), op: 'put' as const, accountId: String(r.account_id), contextHash: String(r.context_hash) })),
+      );
+      return rows.map((r) => num(r.id));
+    });
   }
 
   /** Changes after `seq`, oldest first, with the vectors of entries still present. */

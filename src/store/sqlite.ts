@@ -20,6 +20,7 @@ import type {
   UsageQuery,
   UsageRow,
   VectorRow,
+  VectorUpdate,
 } from './interface.ts';
 
 const MIGRATIONS: readonly string[] = [
@@ -600,6 +601,21 @@ export class SqliteStore implements Store {
       vector: bufferToVector(r.vector as Buffer),
       expiresAt: r.expires_at,
     }));
+  }
+
+  async replaceVectors(updates: readonly VectorUpdate[]): Promise<number[]> {
+    if (updates.length === 0) return [];
+    const stmt = this.db.prepare('UPDATE entries SET embedder_id = ?, vector = ?, prefix_vector = ? WHERE id = ? AND embedder_id = ?');
+    const written: number[] = [];
+    this.db.transaction(() => {
+      for (const u of updates) {
+        const prefix = u.prefixVector ? vectorToBuffer(u.prefixVector) : null;
+        if (stmt.run(u.embedderId, vectorToBuffer(u.vector), prefix, u.id, u.from).changes > 0) written.push(u.id);
+      }
+    })();
+    // Cached heads carry the vector id.
+    if (written.length > 0) this.entryCache.clear();
+    return written;
   }
 
   async addUsage(rows: readonly UsageRow[]): Promise<void> {
