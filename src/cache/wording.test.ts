@@ -89,6 +89,8 @@ test('a request of one line that amounts to a question is also put as that quest
     plainRequest: 'explain',
   });
   assert.equal(asked('Explain how solar panels work')?.typed, 'How solar panels work?');
+  assert.equal(asked('Explain what causes a solar eclipse')?.typed, 'What causes a solar eclipse?');
+  assert.equal(asked('Define recursion in programming')?.typed, 'What is recursion in programming?');
   // A task: what it is asked for, read as the thing asked about.
   assert.equal(asked('Give me a recipe for scones')?.typed, 'What is a recipe for scones?');
   assert.equal(asked('write a haiku about the ocean')?.typed, 'what is a haiku about the ocean?');

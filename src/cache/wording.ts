@@ -186,12 +186,12 @@ const REQUESTS: [RegExp, (m: RegExpExecArray) => string][] = [
   ],
   [
     new RegExp(
-      String.raw`^(?:explain|describe|tell\s+me\s+about|help\s+me\s+understand|teach\s+me\s+about|give\s+me\s+an\s+overview\s+of)(?:\s+to\s+me)?\s+(?!${NOT_A_THING})([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$`,
+      String.raw`^(?:explain|describe|define|tell\s+me\s+about|help\s+me\s+understand|teach\s+me\s+about|give\s+me\s+an\s+overview\s+of)(?:\s+to\s+me)?\s+(?!${NOT_A_THING})([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$`,
       'iu',
     ),
     (m) => `what is ${m[1]}?`,
   ],
-  [/^(?:explain|describe)(?:\s+to\s+me)?\s+(how|why)\s+([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$/iu, (m) => `${m[1]} ${m[2]}?`],
+  [/^(?:explain|describe)(?:\s+to\s+me)?\s+(how|why|what|which|who)\s+([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$/iu, (m) => `${m[1]} ${m[2]}?`],
   [new RegExp(String.raw`^${TASK}(?:\s+me)?\s+(?!${NOT_A_THING})([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$`, 'iu'), (m) => `what is ${m[1]}?`],
 ];
 
