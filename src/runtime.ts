@@ -178,12 +178,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   await cache.loadIndex(watermark ?? 0);
   await sync?.start();
   usage.start();
-  // Vectors made from an older form of their texts are made again in the background; until then
-  // they are searched as they are.
+  // Vectors made from an older form of their texts are made again in the background (by one node
+  // of a cluster at a time); until then they are searched as they are.
   const reembedding = new AbortController();
-  const reembedded = cache.reembed({ signal: reembedding.signal }).then(
+  const reembed = () => cache.reembed({ signal: reembedding.signal });
+  const reembedded = (store.alone ? store.alone('reembed', reembed) : reembed()).then(
     (vectors) => {
-      if (vectors > 0) opts.log?.info({ vectors }, 'stored vectors made again from the current form of their texts');
+      if (vectors !== null && vectors > 0) opts.log?.info({ vectors }, 'stored vectors made again from the current form of their texts');
     },
     (err: unknown) => opts.log?.warn({ err }, 'making stored vectors again stopped; it resumes at the next start'),
   );

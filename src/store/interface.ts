@@ -209,6 +209,11 @@ export interface Store {
    * written. The entries are otherwise untouched (their answer, times and counts).
    */
   replaceVectors(updates: readonly VectorUpdate[]): Promise<number[]>;
+  /**
+   * Runs `fn` unless another node of the cluster runs work of that `name` now (then null at once).
+   * Only stores shared by several nodes have it.
+   */
+  alone?<T>(name: string, fn: () => Promise<T>): Promise<T | null>;
 
   /** Adds counters to hourly buckets (creating them). */
   addUsage(rows: readonly UsageRow[]): Promise<void>;

@@ -48,6 +48,30 @@ describe('PostgreSQL store beside other writers: key lookups and the change log'
     return { hash, id: key.id };
   }
 
+  test('work run alone runs on one node at a time; another node gets null at once, and runs it once it is let go', async () => {
+    const second = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+    try {
+      let letGo = () => {};
+      const held = new Promise<void>((resolve) => (letGo = resolve));
+      let started = () => {};
+      const running = new Promise<void>((resolve) => (started = resolve));
+      const first = store.alone('job', async () => {
+        started();
+        await held;
+        return 'first';
+      });
+      await running;
+      assert.equal(await second.alone('job', async () => 'second'), null);
+      // Another name is another lock.
+      assert.equal(await second.alone('other job', async () => 'other'), 'other');
+      letGo();
+      assert.equal(await first, 'first');
+      assert.equal(await second.alone('job', async () => 'second'), 'second');
+    } finally {
+      await second.close();
+    }
+  });
+
   test('a connection the server ends between two queries of a transaction fails that call, not the process', async () => {
     // What a PostgreSQL restart or pg_terminate_backend does to a store or a migration caught
     // between two statements. Without a listener the client's 'error' event ends the process.

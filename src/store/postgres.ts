@@ -626,6 +626,24 @@ export class PostgresStore implements Store {
     }));
   }
 
+  /**
+   * Runs `fn` while this node holds the cluster-wide lock `name` (a session advisory lock, on a
+   * connection of its own), or returns null at once when another node holds it. A node that stops
+   * lets go of it with its connection.
+   */
+  async alone<T>(name: string, fn: () => Promise<T>): Promise<T | null> {
+    const lock = `reprise:${this.schema}:${name}`;
+    return this.withClient(async (client) => {
+      const { rows } = await client.query('SELECT pg_try_advisory_lock(hashtext($1)) AS held', [lock]);
+      if ((rows[0] as Row | undefined)?.held !== true) return null;
+      try {
+        return await fn();
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lock]).catch(() => undefined);
+      }
+    });
+  }
+
   async replaceVectors(updates: readonly VectorUpdate[]): Promise<number[]> {
     if (updates.length === 0) return [];
     return this.tx(async (c) => {
