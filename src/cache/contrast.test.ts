@@ -389,3 +389,24 @@ describe('differentRequest', () => {
     );
   });
 });
+
+describe('what two texts quote', () => {
+  const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
+
+  test('the same words around other quotes are other requests', () => {
+    assert.equal(d("what does 'SMH' mean in texting", "What does 'TBH' mean in texting?"), '"smh"/"tbh"');
+    assert.equal(
+      d('Translate "see you later" into Spanish', 'Translate “see you tomorrow” into Spanish'),
+      '"see you later"/"see you tomorrow"',
+    );
+    assert.equal(d('Define `affect`', 'define `effect`'), '"affect"/"effect"');
+  });
+
+  test('the same quote, a quote reworded around, apostrophes and a quote on one side only are left alone', () => {
+    assert.equal(d("What does 'carpe diem' mean?", 'What does "Carpe Diem" mean'), null);
+    assert.equal(d('What does "carpe diem" mean?', 'What does carpe diem mean?'), null);
+    assert.equal(d("Don't say 'yes' yet", "Don't say 'no' yet"), '"yes"/"no"');
+    assert.equal(d("What's the plural of 'cactus'", 'What is the plural of "octopus"'), null);
+    assert.equal(d("It's John's car", "It's Mary's car"), null);
+  });
+});

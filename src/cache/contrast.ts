@@ -19,9 +19,21 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
     swappedRoles(a, b) ??
     differentQuantities(a.quantities, b.quantities) ??
     otherNames(a, b) ??
+    otherQuoted(a, b) ??
     replacedWord(a, b) ??
     otherQuestion(a, b)
   );
+}
+
+/**
+ * Two texts the same but for what they quote: the quote is what is asked about ("What does 'SMH'
+ * mean in texting" / "… 'TBH' …", "Translate "see you later" into Spanish" / "… "see you
+ * tomorrow" …", "Define 'affect'" / "Define 'effect'"). The first stage read such pairs as the same
+ * (0.89–0.98): a quote is a few words among the same others.
+ */
+function otherQuoted(a: TextInfo, b: TextInfo): string | null {
+  if (a.quoted === '' || b.quoted === '' || a.quoted === b.quoted || a.unquoted !== b.unquoted) return null;
+  return `"${a.quoted}"/"${b.quoted}"`;
 }
 
 /**

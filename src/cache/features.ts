@@ -188,6 +188,12 @@ export interface TextInfo {
    * capital of england"). Its names are not told by capitals.
    */
   sentenceCase: boolean;
+  /**
+   * The words a text up to 2,048 characters quotes ("…", “…”, '…', `…`), each quote's joined, and
+   * its words outside them; both empty when it quotes nothing.
+   */
+  quoted: string;
+  unquoted: string;
 }
 
 /** A capital that says nothing of a name: a sentence's first letter, or the pronoun "I" ("I'm"). */
@@ -387,7 +393,23 @@ export function analyse(text: string): TextInfo {
     lastLine,
     lowerCase,
     sentenceCase,
+    ...quotesOf(text),
   };
+}
+
+/** A quoted word or passage: "…", “…”, «…», `…`, or '…' and ‘…’ after a space or at the start. */
+const QUOTE = /"([^"\n]+)"|“([^”\n]+)”|«([^»\n]+)»|`([^`\n]+)`|(?<=^|[\s(])'([^'\n]+)'(?=[\s.,;:!?)]|$)|(?<=^|[\s(])‘([^’\n]+)’/g;
+
+/** `TextInfo.quoted` and `unquoted`. */
+function quotesOf(text: string): { quoted: string; unquoted: string } {
+  if (text.length > 2048 || !/["“«`'‘]/.test(text)) return { quoted: '', unquoted: '' };
+  const quotes: string[] = [];
+  const wordsOf = (t: string) => (t.toLowerCase().match(WORD) ?? []).join(' ');
+  const rest = text.replace(QUOTE, (...m: (string | undefined)[]) => {
+    quotes.push(wordsOf(m.slice(1, 7).find((x) => x !== undefined) ?? ''));
+    return ' ';
+  });
+  return quotes.length === 0 ? { quoted: '', unquoted: '' } : { quoted: quotes.join(' | '), unquoted: wordsOf(rest) };
 }
 
 const WORD_END = /[\p{L}\p{N}]$/u;
