@@ -150,6 +150,16 @@ describe('CalibratedScorer', () => {
     assert.equal(scorer.differs(side('What did the FBI say about it?'), side('What did the agents say about it?')), null);
   });
 
+  test('a request against a question that names another person or place is another request; the same request reworded is not', () => {
+    const scorer = new CalibratedScorer();
+    const side = (text: string): Side => ({ text, vector: new Float32Array(512) });
+    assert.equal(scorer.differs(side('List the countries that border France'), side('Which countries border Spain?')), 'france/spain');
+    assert.equal(scorer.differs(side('List the countries that border France'), side('Which countries border France?')), null);
+    // Two questions with capitals on their names are left to the model (news sentences and QQP name
+    // one place two ways).
+    assert.equal(scorer.differs(side('Which countries border France?'), side('What countries are next to Spain?')), null);
+  });
+
   test('identical texts score 1 whatever the runner-up', () => {
     const scorer = new CalibratedScorer();
     assert.equal(scorer.score(candidate, { ...candidate }, 1, 0.999), 1);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Lru } from '../util/lru.ts';
 import { acronymsIn, expandAcronyms, namesWords, otherAcronyms } from './acronyms.ts';
-import { differentRequest } from './contrast.ts';
+import { differentRequest, otherNames } from './contrast.ts';
 import { analyse, aroundShared, FEATURE_NAMES, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
 import { unwrap, type Unwrapped } from './wording.ts';
@@ -338,6 +338,9 @@ export class CalibratedScorer implements HitScorer {
     if (why === undefined) {
       const [a, b] = this.pair(query, candidate);
       why = otherAcronyms(a, b) ?? differentRequest(a, b);
+      // A request against a question (read kindly by the first stage) that names another person or
+      // place: "List the countries that border France" / "Which countries border Spain?".
+      if (why === null && (unwrap(query.text).asked === null) !== (unwrap(candidate.text).asked === null)) why = otherNames(a, b, true);
       found.set(key, why);
     }
     return why;

@@ -313,8 +313,8 @@ const named = (name: string, words: Set<string>): boolean =>
  * news sentences that name a person two ways), unless they are the same words but for a few
  * (`oneStretchApart`).
  */
-export function otherNames(a: TextInfo, b: TextInfo): string | null {
-  if (!a.sentenceCase && !b.sentenceCase && !oneStretchApart(a, b)) return null;
+export function otherNames(a: TextInfo, b: TextInfo, however = false): string | null {
+  if (!however && !a.sentenceCase && !b.sentenceCase && !oneStretchApart(a, b)) return null;
   // The second text first: a stored candidate's names are remembered, and most name nothing.
   const { names: y, words: yWords } = namesOf(b);
   if (y.size === 0) return null;
