@@ -90,6 +90,7 @@ test('a request of one line that amounts to a question is also put as that quest
   });
   assert.equal(asked('Explain how solar panels work')?.typed, 'How solar panels work?');
   assert.equal(asked('Explain what causes a solar eclipse')?.typed, 'What causes a solar eclipse?');
+  assert.equal(asked('tell me how long to boil an egg')?.typed, 'how long to boil an egg?');
   assert.equal(asked('Define recursion in programming')?.typed, 'What is recursion in programming?');
   // A task: what it is asked for, read as the thing asked about.
   assert.equal(asked('Give me a recipe for scones')?.typed, 'What is a recipe for scones?');
