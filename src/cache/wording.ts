@@ -191,7 +191,10 @@ const REQUESTS: [RegExp, (m: RegExpExecArray) => string][] = [
     ),
     (m) => `what is ${m[1]}?`,
   ],
-  [/^(?:explain|describe|tell\s+me)(?:\s+to\s+me)?\s+(how|why|what|which|who|when|where)\s+([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$/iu, (m) => `${m[1]} ${m[2]}?`],
+  [
+    /^(?:explain|describe|tell\s+me)(?:\s+to\s+me)?\s+(how|why|what|which|who|when|where)\s+([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$/iu,
+    (m) => `${m[1]} ${m[2]}?`,
+  ],
   [new RegExp(String.raw`^${TASK}(?:\s+me)?\s+(?!${NOT_A_THING})([^\n:]*?[^\s:?.!])\s*[?.!]*\s*$`, 'iu'), (m) => `what is ${m[1]}?`],
 ];
 
