@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate } from 'node:timers/promises';
 import type { Embedder } from '../embedding/interface.ts';
-import type { Account, Entry, EntryHead, Store, UsageDelta, VectorRow, VectorUpdate } from '../store/interface.ts';
+import type { Account, Entry, EntryHead, Store, UsageDelta, VectorUpdate } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
@@ -175,10 +175,10 @@ export class CacheService {
     let after = 0;
     let written = 0;
     while (!opts.signal?.aborted) {
-      const rows = await this.deps.store.scanVectors(after, 1000);
-      if (rows.length === 0) break;
-      after = (rows[rows.length - 1] as VectorRow).id;
-      const stale = rows.filter((r) => r.embedderId !== current && ofEmbedder(r.embedderId, embedder)).map((r) => r.id);
+      // Ids only: a start with nothing to make again reads no vector.
+      const stale = await this.deps.store.staleVectorIds(current, embedder.id, after, 1000);
+      if (stale.length === 0) break;
+      after = stale[stale.length - 1] as number;
       for (let i = 0; i < stale.length && !opts.signal?.aborted; i += batch) {
         const nowIso = new Date(this.now()).toISOString();
         const entries = (await this.deps.store.getEntries(stale.slice(i, i + batch))).filter(

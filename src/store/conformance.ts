@@ -266,6 +266,20 @@ export function storeConformance(
       assert.equal((await store.scanVectors(put.id - 1, 1))[0]?.embedderId, 'e2');
     });
 
+    test('the ids of vectors to make again: of the embedder, bare or of another text form, not the current one', async () => {
+      const a = await store.createAccount('conf-stale', 'free');
+      const bare = await store.putEntry(entry(a.id, { embedderId: 'use-lite@9' }));
+      const older = await store.putEntry(entry(a.id, { embedderId: 'use-lite@9+text1' }));
+      await store.putEntry(entry(a.id, { embedderId: 'use-lite@9+text2' }));
+      await store.putEntry(entry(a.id, { embedderId: 'use-lite@99' }));
+      await store.putEntry(entry(a.id, { embedderId: 'http:m' }));
+      await store.putEntry(entry(a.id, { embedderId: 'use-lite@9', vector: null }));
+      const ids = await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', bare.id - 1, 100);
+      assert.deepEqual(ids, [bare.id, older.id]);
+      assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', bare.id, 100), [older.id]);
+      assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', bare.id - 1, 1), [bare.id]);
+    });
+
     test('sessions: created, found until they expire, deleted', async () => {
       const a = await store.createAccount('conf-sessions', 'free');
       const now = Date.now();

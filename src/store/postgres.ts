@@ -644,6 +644,16 @@ export class PostgresStore implements Store {
     });
   }
 
+  async staleVectorIds(current: string, embedderId: string, afterId: number, limit: number): Promise<number[]> {
+    const form = `${embedderId}+text`;
+    const rows = await this.q(
+      `SELECT id FROM entries WHERE id > $1 AND vector IS NOT NULL AND embedder_id <> $2
+         AND (embedder_id = $3 OR left(embedder_id, $4) = $5) ORDER BY id LIMIT $6`,
+      [afterId, current, embedderId, form.length, form, limit],
+    );
+    return rows.map((r) => num(r.id));
+  }
+
   async replaceVectors(updates: readonly VectorUpdate[]): Promise<number[]> {
     if (updates.length === 0) return [];
     return this.tx(async (c) => {

@@ -603,6 +603,18 @@ export class SqliteStore implements Store {
     }));
   }
 
+  async staleVectorIds(current: string, embedderId: string, afterId: number, limit: number): Promise<number[]> {
+    const form = `${embedderId}+text`;
+    return (
+      this.db
+        .prepare(
+          `SELECT id FROM entries WHERE id > ? AND vector IS NOT NULL AND embedder_id <> ?
+             AND (embedder_id = ? OR substr(embedder_id, 1, ?) = ?) ORDER BY id LIMIT ?`,
+        )
+        .all(afterId, current, embedderId, form.length, form, limit) as { id: number }[]
+    ).map((r) => r.id);
+  }
+
   async replaceVectors(updates: readonly VectorUpdate[]): Promise<number[]> {
     if (updates.length === 0) return [];
     const stmt = this.db.prepare('UPDATE entries SET embedder_id = ?, vector = ?, prefix_vector = ? WHERE id = ? AND embedder_id = ?');
