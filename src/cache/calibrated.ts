@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Lru } from '../util/lru.ts';
 import { acronymsIn, expandAcronyms, namesWords, otherAcronyms } from './acronyms.ts';
 import { differentRequest, otherNames } from './contrast.ts';
-import { analyse, aroundShared, FEATURE_NAMES, pairFeatures, type TextInfo } from './features.ts';
+import { analyse, aroundShared, FEATURE_NAMES, opensQuestion, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
 import { unwrap, type Unwrapped } from './wording.ts';
 
@@ -206,6 +206,14 @@ function read(text: string): Read {
   return Object.assign(analyse(text), { acronyms: acronymsIn(text) });
 }
 
+/** Whether one text is a request of one line (`Unwrapped.asked`) and the other a question of one line. */
+function requestAndQuestion(x: string, xRead: Read, y: string, yRead: Read): boolean {
+  const question = (text: string, info: Read) => !text.includes('\n') && (info.question || opensQuestion(info.opening[0]));
+  const xAsks = unwrap(x).asked !== null;
+  const yAsks = unwrap(y).asked !== null;
+  return (xAsks && !yAsks && question(y, yRead)) || (yAsks && !xAsks && question(x, xRead));
+}
+
 /**
  * The acronyms one text types that the other writes out: the pair is read with those written out
  * ("What is ML?" / "What is machine learning?" are the same words then). An acronym both type stays
@@ -340,7 +348,7 @@ export class CalibratedScorer implements HitScorer {
       why = otherAcronyms(a, b) ?? differentRequest(a, b);
       // A request against a question (read kindly by the first stage) that names another person or
       // place: "List the countries that border France" / "Which countries border Spain?".
-      if (why === null && (unwrap(query.text).asked === null) !== (unwrap(candidate.text).asked === null)) why = otherNames(a, b, true);
+      if (why === null && requestAndQuestion(query.text, a, candidate.text, b)) why = otherNames(a, b, true);
       found.set(key, why);
     }
     return why;
