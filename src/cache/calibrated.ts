@@ -202,16 +202,19 @@ export function forward(model: HitModel, x: Float64Array): number {
 /** What the hit decision reads of a text: its analysis, and the acronyms it types (`acronymsIn`). */
 type Read = TextInfo & { acronyms: Set<string> };
 
-function read(text: string): Read {
-  return Object.assign(analyse(text), { acronyms: acronymsIn(text) });
+/** A text's `Read`; with `only`, of the text with those of its acronyms written out. */
+function read(text: string, only?: Set<string>): Read {
+  const t = only ? expandAcronyms(text, only) : text;
+  return Object.assign(analyse(t), { acronyms: acronymsIn(t) });
 }
 
+/** The acronyms written out in a read (`read`), as memo keys tell them apart. */
+const onlyKey = (only?: Set<string>): string => (only ? [...only].join('|') : '');
+
 /** Whether one text is a request of one line (`Unwrapped.asked`) and the other a question of one line. */
-function requestAndQuestion(x: string, xRead: Read, y: string, yRead: Read): boolean {
-  const question = (text: string, info: Read) => !text.includes('\n') && (info.question || opensQuestion(info.opening[0]));
-  const xAsks = unwrap(x).asked !== null;
-  const yAsks = unwrap(y).asked !== null;
-  return (xAsks && !yAsks && question(y, yRead)) || (yAsks && !xAsks && question(x, xRead));
+function requestAndQuestion(x: Unwrapped, xRead: Read, y: Unwrapped, yRead: Read): boolean {
+  const question = (w: Unwrapped, info: Read) => !w.plain.includes('\n') && (info.question || opensQuestion(info.opening[0]));
+  return (x.asked !== null && y.asked === null && question(y, yRead)) || (y.asked !== null && x.asked === null && question(x, xRead));
 }
 
 /**
@@ -249,8 +252,8 @@ export class CalibratedScorer implements HitScorer {
 
   /** A stored text's analysis; with `only`, of the text with those of its acronyms written out. */
   private analyse(text: string, scope: string | undefined, only?: Set<string>): Read {
-    const key = only ? `${[...only].join('|')}\u0001${memoKey(text, scope)}` : memoKey(text, scope);
-    const fresh = () => read(only ? expandAcronyms(text, only) : text);
+    const key = only ? `${onlyKey(only)}\u0001${memoKey(text, scope)}` : memoKey(text, scope);
+    const fresh = () => read(text, only);
     if (text.length > MEMO_CHARS) {
       // Only short texts are remembered, so the memo stays small in bytes as well as in count; a
       // long one is kept until the next, as a check reads its candidate twice (`score`, `around`),
@@ -277,9 +280,9 @@ export class CalibratedScorer implements HitScorer {
   private analyseQuery(query: Side, text: string = query.text, only?: Set<string>): Read {
     let reads = this.queries.get(query);
     if (!reads) this.queries.set(query, (reads = new Map()));
-    const key = `${only ? [...only].join('|') : ''}\u0001${text === query.text ? '' : text}`;
+    const key = `${onlyKey(only)}\u0001${text === query.text ? '' : text}`;
     let i = reads.get(key);
-    if (!i) reads.set(key, (i = read(only ? expandAcronyms(text, only) : text)));
+    if (!i) reads.set(key, (i = read(text, only)));
     return i;
   }
 
@@ -291,10 +294,8 @@ export class CalibratedScorer implements HitScorer {
    * reverse …": the first stage reads two requests that differ in one word as the same); and with
    * the acronyms one types and the other writes out written out in both (`writtenOutByOther`).
    */
-  private pair(query: Side, candidate: Side): [Read, Read] {
+  private pair(query: Side, candidate: Side, wrappedA = unwrap(query.text), wrappedB = unwrap(candidate.text)): [Read, Read] {
     // Taking wrappers off costs about a microsecond a text: only the texts read are analysed.
-    const wrappedA = unwrap(query.text);
-    const wrappedB = unwrap(candidate.text);
     /** Taken off, the wrapper leaves a question. */
     const question = (w: Unwrapped, text: string) => w.plain !== text && /\?\s*$/.test(w.plain);
     const plain = wrappedA.wrapper !== wrappedB.wrapper || (question(wrappedA, query.text) && question(wrappedB, candidate.text));
@@ -344,11 +345,13 @@ export class CalibratedScorer implements HitScorer {
     const key = memoKey(candidate.text, candidate.scope);
     let why = found.get(key);
     if (why === undefined) {
-      const [a, b] = this.pair(query, candidate);
+      const wrappedA = unwrap(query.text);
+      const wrappedB = unwrap(candidate.text);
+      const [a, b] = this.pair(query, candidate, wrappedA, wrappedB);
       why = otherAcronyms(a, b) ?? differentRequest(a, b);
       // A request against a question (read kindly by the first stage) that names another person or
       // place: "List the countries that border France" / "Which countries border Spain?".
-      if (why === null && requestAndQuestion(query.text, a, candidate.text, b)) why = otherNames(a, b, true);
+      if (why === null && requestAndQuestion(wrappedA, a, wrappedB, b)) why = otherNames(a, b, true);
       found.set(key, why);
     }
     return why;

@@ -7,7 +7,7 @@ import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, mayRival, type HitScorer, type Side } from './scorer.ts';
-import { embedText, ofEmbedder, vectorId } from './text-form.ts';
+import { embedText, embedTurns, formPrefix, ofEmbedder, vectorId } from './text-form.ts';
 import { putAsQuestion } from './features.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
@@ -176,7 +176,7 @@ export class CacheService {
     let written = 0;
     while (!opts.signal?.aborted) {
       // Ids only: a start with nothing to make again reads no vector.
-      const stale = await this.deps.store.staleVectorIds(current, embedder.id, after, 1000);
+      const stale = await this.deps.store.staleVectorIds(current, embedder.id, formPrefix(embedder), after, 1000);
       if (stale.length === 0) break;
       after = stale[stale.length - 1] as number;
       for (let i = 0; i < stale.length && !opts.signal?.aborted; i += batch) {
@@ -188,20 +188,24 @@ export class CacheService {
             ofEmbedder(e.embedderId, embedder) &&
             (e.expiresAt === null || e.expiresAt > nowIso),
         );
-        const vectors = await Promise.all(
-          entries.map((e) => embedText(embedder, e.prefixText ? [e.queryText, e.prefixText] : [e.queryText], e.accountId)),
-        );
-        const updates: VectorUpdate[] = [];
+        const made = await Promise.all(entries.map((e) => embedTurns(embedder, e, e.accountId)));
+        // Each update with the partition its entry goes in once written.
+        const updates: (VectorUpdate & { partition: string })[] = [];
         entries.forEach((e, k) => {
-          const [vector, prefixVector] = vectors[k] as Float32Array[];
-          if (vector)
-            updates.push({ id: e.id, from: e.embedderId as string, embedderId: current, vector, prefixVector: prefixVector ?? null });
+          const [vector, prefixVector] = made[k] as Float32Array[];
+          if (!vector) return;
+          const partition = partitionOf(e.accountId, e.contextHash);
+          updates.push({
+            id: e.id,
+            from: e.embedderId as string,
+            embedderId: current,
+            vector,
+            prefixVector: prefixVector ?? null,
+            partition,
+          });
         });
         const done = new Set(await this.deps.store.replaceVectors(updates));
-        for (const [k, e] of entries.entries()) {
-          const vector = (vectors[k] as Float32Array[])[0];
-          if (done.has(e.id) && vector) this.deps.index.add(partitionOf(e.accountId, e.contextHash), e.id, vector);
-        }
+        for (const u of updates) if (done.has(u.id)) this.deps.index.add(u.partition, u.id, u.vector);
         written += done.size;
       }
     }
@@ -296,8 +300,7 @@ export class CacheService {
     model: string | undefined,
   ): Promise<{ entry: Entry; score: number } | null> {
     const embedder = this.deps.embedder as Embedder;
-    const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
-    const [vector, prefixVector] = await embedText(embedder, texts, account.id);
+    const [vector, prefixVector] = await embedTurns(embedder, key, account.id);
     await this.turns.next();
     if (!vector) return null;
     const partition = partitionOf(account.id, key.contextHash);
@@ -521,8 +524,7 @@ export class CacheService {
     let vector: Float32Array | null = null;
     let prefixVector: Float32Array | null = null;
     if (embedder) {
-      const texts = key.prefixText ? [key.queryText, key.prefixText] : [key.queryText];
-      const vs = await embedText(embedder, texts, account.id);
+      const vs = await embedTurns(embedder, key, account.id);
       await this.turns.next();
       vector = vs[0] ?? null;
       prefixVector = vs[1] ?? null;

@@ -10,14 +10,19 @@ import { plainWording } from './wording.ts';
  */
 export const TEXT_FORM = 2;
 
-/** The id stored with a vector this embedder makes now: the embedder's, and the text form. */
-export function vectorId(embedder: Embedder): string {
-  return `${embedder.id}+text${TEXT_FORM}`;
+/** How the id of a vector of this embedder, of some text form, starts (one stored as typed has its bare id). */
+export function formPrefix(embedder: Embedder): string {
+  return `${embedder.id}+text`;
 }
 
-/** Whether a stored vector is this embedder's, of any text form (one stored as typed has its bare id). */
+/** The id stored with a vector this embedder makes now: the embedder's, and the text form. */
+export function vectorId(embedder: Embedder): string {
+  return `${formPrefix(embedder)}${TEXT_FORM}`;
+}
+
+/** Whether a stored vector is this embedder's, of any text form. */
 export function ofEmbedder(stored: string | null, embedder: Embedder): boolean {
-  return stored !== null && (stored === embedder.id || stored.startsWith(`${embedder.id}+text`));
+  return stored !== null && (stored === embedder.id || stored.startsWith(formPrefix(embedder)));
 }
 
 /**
@@ -32,4 +37,12 @@ export function embedText(embedder: Embedder, texts: readonly string[], scope: s
     texts.map((t) => expandAcronyms(plainWording(t))),
     scope,
   );
+}
+
+/**
+ * The vectors of a conversation's final message and, when it has earlier user turns, of those
+ * (a `SemanticKey`, or a stored entry's texts).
+ */
+export function embedTurns(embedder: Embedder, turns: { queryText: string; prefixText: string }, scope: string): Promise<Float32Array[]> {
+  return embedText(embedder, turns.prefixText ? [turns.queryText, turns.prefixText] : [turns.queryText], scope);
 }

@@ -274,10 +274,10 @@ export function storeConformance(
       await store.putEntry(entry(a.id, { embedderId: 'use-lite@99' }));
       await store.putEntry(entry(a.id, { embedderId: 'http:m' }));
       await store.putEntry(entry(a.id, { embedderId: 'use-lite@9', vector: null }));
-      const ids = await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', bare.id - 1, 100);
+      const ids = await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', 'use-lite@9+text', bare.id - 1, 100);
       assert.deepEqual(ids, [bare.id, older.id]);
-      assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', bare.id, 100), [older.id]);
-      assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', bare.id - 1, 1), [bare.id]);
+      assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', 'use-lite@9+text', bare.id, 100), [older.id]);
+      assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', 'use-lite@9+text', bare.id - 1, 1), [bare.id]);
     });
 
     test('sessions: created, found until they expire, deleted', async () => {

@@ -204,10 +204,11 @@ export interface Store {
   /** Every vector, in id order, for rebuilding an index. */
   scanVectors(afterId: number, limit: number): Promise<VectorRow[]>;
   /**
-   * Ids, in order and after `afterId`, of entries whose vector is of the embedder `embedderId` (its
-   * id bare, or followed by `+text…`) but not `current`: vectors to make again. No vector is read.
+   * Ids, in order and after `afterId`, of entries whose vector id is `embedderId` or starts with
+   * `prefix` (the embedder's, of any text form) but is not `current`: vectors to make again. No
+   * vector is read.
    */
-  staleVectorIds(current: string, embedderId: string, afterId: number, limit: number): Promise<number[]>;
+  staleVectorIds(current: string, embedderId: string, prefix: string, afterId: number, limit: number): Promise<number[]>;
   /**
    * Writes vectors made again (`VectorUpdate`), each only where the entry still has the vector id
    * it was read with (an entry stored again meanwhile keeps its new vectors); returns the ids

@@ -644,12 +644,11 @@ export class PostgresStore implements Store {
     });
   }
 
-  async staleVectorIds(current: string, embedderId: string, afterId: number, limit: number): Promise<number[]> {
-    const form = `${embedderId}+text`;
+  async staleVectorIds(current: string, embedderId: string, prefix: string, afterId: number, limit: number): Promise<number[]> {
     const rows = await this.q(
       `SELECT id FROM entries WHERE id > $1 AND vector IS NOT NULL AND embedder_id <> $2
          AND (embedder_id = $3 OR left(embedder_id, $4) = $5) ORDER BY id LIMIT $6`,
-      [afterId, current, embedderId, form.length, form, limit],
+      [afterId, current, embedderId, prefix.length, prefix, limit],
     );
     return rows.map((r) => num(r.id));
   }

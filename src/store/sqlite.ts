@@ -603,15 +603,14 @@ export class SqliteStore implements Store {
     }));
   }
 
-  async staleVectorIds(current: string, embedderId: string, afterId: number, limit: number): Promise<number[]> {
-    const form = `${embedderId}+text`;
+  async staleVectorIds(current: string, embedderId: string, prefix: string, afterId: number, limit: number): Promise<number[]> {
     return (
       this.db
         .prepare(
           `SELECT id FROM entries WHERE id > ? AND vector IS NOT NULL AND embedder_id <> ?
              AND (embedder_id = ? OR substr(embedder_id, 1, ?) = ?) ORDER BY id LIMIT ?`,
         )
-        .all(afterId, current, embedderId, form.length, form, limit) as { id: number }[]
+        .all(afterId, current, embedderId, prefix.length, prefix, limit) as { id: number }[]
     ).map((r) => r.id);
   }
 
