@@ -63,6 +63,7 @@ describe('CalibratedScorer', () => {
       ['什么是机器学习？', '什么是机器学习?'],
       ['¿Cuál es la capital de Francia?', 'Cuál es la capital de Francia?'],
       ['Is it state-of-the-art?', 'Is it state of the art?'],
+      ['Plan a 3-day trip to Rome', 'Plan a 3 day trip to Rome'],
       ['I ❤️ Paris', 'I ❤ Paris'],
       ['Thanks!', 'thanks'],
       ['Explain **closures** in JS', 'Explain closures in JS'],

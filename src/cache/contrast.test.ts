@@ -34,6 +34,7 @@ describe('contrastingWords', () => {
     assert.equal(contrast('What are the symptoms of ADHD?', 'What causes ADHD?'), 'symptom/causes');
     assert.equal(contrast('Explain the risks of AI', 'Explain the history of AI'), 'disadvantages/history');
     assert.equal(contrast('pros of electric cars', 'What are the drawbacks of electric cars?'), 'advantages/disadvantages');
+    assert.equal(contrast('What is the capital of Canada', 'What is the largest city in Canada?'), 'capital/largest');
   });
 
   test('what a question asks of its topic, reworded, is no contrast; nor is an aspect word in another sense', () => {

@@ -463,6 +463,8 @@ const SETS: readonly (readonly (readonly string[])[])[] = [
     ['west', 'western'],
   ],
   [['smallest'], ['largest', 'biggest']],
+  // A country's capital is often not its largest city (Canberra, Ottawa, Ankara).
+  [['capital'], ['largest', 'biggest', 'populous']],
   [['shortest'], ['longest']],
   [['highest'], ['lowest']],
   [['oldest'], ['youngest', 'newest']],

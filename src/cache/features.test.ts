@@ -81,3 +81,15 @@ describe('putAsQuestion', () => {
       assert.ok(!putAsQuestion(k), k);
   });
 });
+
+describe('analyse', () => {
+  test('Latin letters are the same words with or without their accents, other scripts keep their marks', () => {
+    assert.equal(analyse('What does bon appétit mean?').canonical, analyse('what does bon appetit mean').canonical);
+    assert.equal(analyse('déjà vu').canonical, analyse('Deja vu').canonical);
+    assert.equal(analyse('Déjà vu').canonical, analyse('De\u0301ja\u0300 vu').canonical);
+    assert.notEqual(analyse('कमल').canonical, analyse('कमला').canonical);
+    assert.notEqual(analyse('किताब').canonical, analyse('कताब').canonical);
+    // Not in a question about the writing itself.
+    assert.notEqual(analyse('How do you spell café?').canonical, analyse('How do you spell cafe?').canonical);
+  });
+});

@@ -285,7 +285,22 @@ function canonicalOf(text: string, words: readonly string[]): string {
     return 'hello';
   // Whether the text is about its writing is read only when it has a contraction to write out.
   const asWritten = typed.some((w) => CONTRACTIONS.has(w)) && (ABOUT_WRITING.test(text) || QUOTED.test(text));
-  return typed.map((w, i) => (i === 0 && GREETINGS.has(w) ? 'hello' : asWritten ? w : (CONTRACTIONS.get(w) ?? w))).join(' ');
+  const read = typed.map((w, i) => (i === 0 && GREETINGS.has(w) ? 'hello' : asWritten ? w : (CONTRACTIONS.get(w) ?? w))).join(' ');
+  return ACCENTED.test(read) && !ABOUT_WRITING.test(text) ? unaccented(read) : read;
+}
+
+/** A letter of the Latin script with an accent, as typed or as a letter and a combining mark. */
+const ACCENTED = /[\u00c0-\u024f\u1e00-\u1eff]|\p{M}/u;
+
+/**
+ * Latin letters without their accents ("bon appétit" as "bon appetit", "déjà vu" as "deja vu"),
+ * as they are often typed; the marks of other scripts are letters of their words and stay.
+ */
+function unaccented(words: string): string {
+  return words
+    .normalize('NFD')
+    .replace(/(?<=\p{Script=Latin})\p{M}+/gu, '')
+    .normalize('NFC');
 }
 
 /**
@@ -426,8 +441,9 @@ function symbolsOf(text: string): string {
       const after = WORD_START.test(all.slice(at + run.length, at + run.length + 2));
       return before === after ? run : '';
     })
-    // A hyphen or slash joining words: state-of-the-art, and/or.
-    .replace(/(?<=\p{L})[-/](?=\p{L})/gu, ' ');
+    // A hyphen or slash joining words (state-of-the-art, and/or), and a hyphen joining a number to
+    // the word it counts (a 3-day trip, a 5-year-old).
+    .replace(/(?<=\p{L})[-/](?=\p{L})|(?<=\p{N})-(?=\p{L})/gu, ' ');
   // Emoticons first (":)" / ":(", ";-)"), then operators and signs, then emoji.
   return (
     t.match(/(?<![\p{L}\p{N})\]])[:;=]-?[()DPp](?![\p{L}\p{N}])|!=|(?<=\d)!|[+\-*/=<>^%~#&|@$\\]|\p{Extended_Pictographic}/gu) ?? []

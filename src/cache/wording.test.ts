@@ -116,3 +116,40 @@ test('a request of one line that amounts to a question is also put as that quest
   ])
     assert.equal(asked(text), null, text);
 });
+
+test('a chat opener and a closing courtesy around what is asked are taken off', () => {
+  assert.equal(plainWording('Quick question: how do I clear the cache in Chrome?'), 'How do I clear the cache in Chrome?');
+  assert.equal(plainWording('quick q - how long should a steak rest?'), 'how long should a steak rest?');
+  assert.equal(plainWording("I'm curious, how does a microwave heat food?"), 'How does a microwave heat food?');
+  assert.equal(plainWording('Just wondering, how long does a tattoo take to heal?'), 'How long does a tattoo take to heal?');
+  assert.equal(plainWording('Out of curiosity, why is the sky blue?'), 'Why is the sky blue?');
+  assert.equal(plainWording('Sorry to bother you, but how do I reset my router?'), 'How do I reset my router?');
+  assert.equal(plainWording('Sorry if this is a dumb question, what is a REST API?'), 'What is a REST API?');
+  assert.equal(
+    plainWording("What's the difference between baking soda and baking powder, if you don't mind me asking?"),
+    "What's the difference between baking soda and baking powder?",
+  );
+  assert.equal(plainWording('What is the capital of Peru? Thanks!'), 'What is the capital of Peru?');
+  assert.equal(plainWording('Translate good morning into French please.'), 'Translate good morning into French.');
+  // With a wrapper too: the question only in its wrapper is still the request.
+  assert.equal(plainWording('Quick question, can you tell me the capital of France, please?'), 'What is the capital of France?');
+  // An opener that is the question, a courtesy that is the request, and no punctuation after the opener.
+  for (const text of ['Question time!', 'Say please', 'Sorry', 'so what is love?', 'Thank you', 'Curious George is a book I loved'])
+    assert.equal(plainWording(text), text, text);
+});
+
+test('a word asked the meaning of is read in one form however it is set off or accented', () => {
+  assert.equal(plainWording('Gaslighting - definition?'), 'What does Gaslighting mean?');
+  assert.equal(plainWording('In lieu of — meaning?'), 'What does In lieu of mean?');
+  assert.equal(plainWording('ubiquitous: meaning'), 'what does ubiquitous mean?');
+});
+
+test('a courtesy is a word of its own, not the end of one', () => {
+  for (const text of [
+    'What is beauty?',
+    'How do I treat social anxiety?',
+    'Is it safe to use a VPN on public wifi?',
+    'Who wrote Pretty Woman?',
+  ])
+    assert.equal(plainWording(text), text, text);
+});

@@ -34,11 +34,21 @@ const GERUNDS = new Map(VERBS.map((v) => [v.endsWith('e') ? `${v.slice(0, -1)}in
 /** What "do you know" or "I wonder" is followed by when it wraps a question. */
 const ASKED = String.raw`(?=(?:what|who|whom|whose|where|when|why|how|which|if|whether|the|a|an|any|some)\b)`;
 /** A word or a short phrase (up to four words) whose meaning is asked. */
-const TERM = String.raw`(?:the\s+(?:word|term|phrase|expression)\s+)?(["“”'\p{L}\p{N}][\p{L}\p{N}'’"“”-]*(?:\s+[\p{L}\p{N}'’"“”-]+){0,3})`;
+const TERM = String.raw`(?:the\s+(?:word|term|phrase|expression)\s+)?(["“”'‘\p{L}\p{N}][\p{L}\p{N}'‘’"“”-]*(?:\s+["“”'‘\p{L}\p{N}][\p{L}\p{N}'‘’"“”-]*){0,3})`;
 const END = String.raw`\s*[?.!]*\s*$`;
+
+/**
+ * A chat opener before what is asked, set off by punctuation: "Quick question: …", "Just
+ * wondering, …", "Out of curiosity, …", "Sorry to bother you, but …".
+ */
+const OPENER = new RegExp(
+  String.raw`^(?:(?:(?:a|one|my)\s+)?(?:quick|honest|random|simple|stupid|dumb|silly|small|noob|newbie|basic)\s+(?:question|q)|question|(?:just\s+)?(?:wondering|curious)|(?:i(?:'m|’m|\s+am|m)|i\s+was)\s+(?:just\s+)?(?:curious|wondering)|out\s+of\s+(?:pure\s+)?curiosity|(?:i\s+)?have\s+a\s+(?:quick\s+)?question|real\s+quick|(?:ok(?:ay)?\s+)?so|btw|by\s+the\s+way|sorry(?:\s+to\s+bother(?:\s+you)?|\s+if\s+this\s+is\s+(?:a\s+)?(?:dumb|stupid|silly|basic|noob)(?:\s+question)?)?)\s*(?:[:,–—!.]|\s-)[\s:,–—-]*(?:but\s+)?(?=\p{L})`,
+  'iu',
+);
 
 /** Wrappers taken off the opening of a line, in turn, until none is left; each with its kind. */
 const WRAPPERS: [RegExp, string | ((match: string, verb: string) => string), string][] = [
+  [OPENER, '', 'opener'],
   [new RegExp(String.raw`^(?:please|pls|plz|kindly)\s+(?=\p{L})`, 'iu'), '', 'please'],
   [
     new RegExp(String.raw`^(?:would|do)\s+(?:you|u)\s+mind\s+(?:(?:please|just)\s+)?(${[...GERUNDS.keys()].join('|')})\b`, 'iu'),
@@ -77,11 +87,21 @@ const TOLD = /^tell\s+me\s+the\s+(\S.*?)\s*[?.!]*\s*$/iu;
 /** A question's tail that asks whether it is known: "What's the population of Canada, do you know?" */
 const TRAILING = /\s*[,;-]?\s*(?:do\s+you\s+know|any\s+idea)\s*[?.!]*\s*$/iu;
 
+/**
+ * A courtesy that closes a line, after what is asked: "…, if you don't mind me asking?", "… please",
+ * "… Thanks in advance!". What ends the request before it (or after it: "?") is kept.
+ */
+const COURTESY =
+  /(?<=\S)(?:\s*[,;-]\s*|\s+)(?:if\s+(?:you\s+)?(?:don'?t|don’t|do\s+not)\s+mind(?:\s+(?:me\s+)?asking)?|if\s+(?:you\s+can|possible)|please|pls|plz|(?:thanks|thank\s+you|thx|ty)(?:\s+(?:so\s+much|a\s+lot|in\s+advance))?)(?![\p{L}\p{N}])\s*([?.!]*)\s*$/iu;
+
 /** A wrapper that puts a request as a question: "can you …", "do you know …". */
 const ASKING = new RegExp(
   String.raw`^(?:(?:please|pls|plz|kindly)\s+)?(?:can|could|would|will|do|did|is|are|any|may|i\s+(?:was|am)|i'm|i’m|im)\b`,
   'iu',
 );
+
+/** The kinds of wrapper that ask a request as a question (not an opener or a courtesy). */
+const ASKED_BY = new Set(['ask', 'know', 'want', 'wonder']);
 
 /** A question of what a word means, in its forms, and the word: "What is the meaning of X?" */
 const MEANING: RegExp[] = [
@@ -90,7 +110,7 @@ const MEANING: RegExp[] = [
   new RegExp(String.raw`^what\s+does\s+${TERM}\s+mean${END}`, 'iu'),
   new RegExp(String.raw`^tell\s+me\s+what\s+${TERM}\s+means${END}`, 'iu'),
   new RegExp(String.raw`^(?:define|(?:the\s+)?definition\s+of|(?:the\s+)?meaning\s+of)\s+${TERM}${END}`, 'iu'),
-  new RegExp(String.raw`^${TERM}\s+(?:meaning|definition)${END}`, 'iu'),
+  new RegExp(String.raw`^${TERM}\s*(?:\s[-–—]|[:,]|\s)\s*(?:meaning|definition)${END}`, 'iu'),
 ];
 /** Words that do not end a term asked the meaning of ("What does it mean?" is a follow-up). */
 const NOT_A_TERM = /^(?:it|this|that|they|these|those|he|she|you|i|we|the|a|an)$/i;
@@ -128,8 +148,15 @@ function unwrapLine(line: string, whole: boolean): Unwrapped {
     rest = `${rest.slice(0, after.index)}?`;
     kinds.push('know');
   }
+  const courtesy = COURTESY.exec(rest);
+  // What is left is a request of three words or more ("Say please" is left alone).
+  if (courtesy && rest.slice(0, courtesy.index).split(/\s+/).length >= 3) {
+    const head = rest.slice(0, courtesy.index);
+    rest = /[?.!]$/.test(head) ? head : head + (courtesy[1] ?? '');
+    kinds.push('courtesy');
+  }
   // A question only in its wrapper ("Can you tell me …?") is a request: "Tell me …".
-  if (rest !== typed && ASKING.test(typed)) rest = rest.replace(/\s*\?+\s*$/, '');
+  if (kinds.some((k) => ASKED_BY.has(k)) && ASKING.test(typed.replace(OPENER, ''))) rest = rest.replace(/\s*\?+\s*$/, '');
   // "Tell me the capital of France" asked as the question it is: the hit decision tells "What is
   // the derivative of x^2?" from "… the integral …" far better than the same as requests. (A
   // clause after "tell me" stays a request: "when World War I started?" reads as no question.)
@@ -223,7 +250,7 @@ const LEAD = new RegExp(`^\\s*${GREETING}`, 'iu');
 const PLAIN_CHARS = 2048;
 /** A line that opens with what may be a wrapper. */
 const MAY_WRAP = new RegExp(
-  String.raw`(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition)|explain|describe|show|teach|help)\b|${TASK})|\b(?:meaning|definition|know|idea)\W*$`,
+  String.raw`(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition)|explain|describe|show|teach|help|a|one|my|quick|honest|random|simple|stupid|dumb|silly|small|noob|newbie|basic|question|just|wondering|curious|out|have|real|ok|okay|so|btw|by|sorry)\b|${TASK})|\b(?:meaning|definition|know|idea|mind|asking|can|possible|please|pls|plz|thanks|you|thx|ty|advance|much|lot)\W*$`,
   'im',
 );
 
