@@ -22,6 +22,8 @@ export interface LoadOptions {
   /** Seconds, or a request count with `amount`. */
   duration?: number;
   amount?: number;
+  /** Requests per second from all connections together; as fast as answers come when absent. */
+  rate?: number;
 }
 
 /** Runs autocannon against one URL and returns throughput and latency (ms). */
@@ -34,6 +36,7 @@ export async function load(opts: LoadOptions): Promise<LoadResult> {
     headers: { 'content-type': 'application/json', ...opts.headers },
     connections: opts.connections,
     ...(opts.amount !== undefined ? { amount: opts.amount } : { duration: opts.duration ?? 5 }),
+    ...(opts.rate !== undefined ? { overallRate: opts.rate } : {}),
     ...(typeof body === 'function'
       ? { requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: body(i++) }) }] }
       : { body }),

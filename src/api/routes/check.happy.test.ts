@@ -309,6 +309,23 @@ describe('POST /api/v1/check', () => {
     }
   });
 
+  test('two requests typed as keywords that differ in one word are read as questions: a sibling is a miss, a synonym or a word that asks nothing more hits', async () => {
+    const cases: [string, string, boolean][] = [
+      ['when to prune hydrangeas', 'when to fertilize hydrangeas', false],
+      ['how to stop all docker containers', 'how to remove all docker containers', false],
+      ['regex to match a US phone number', 'regex to match a UK phone number', false],
+      ['python add an item to a list', 'python append an item to a list', true],
+      ['how can i hide a column in google sheets', 'how do i hide a column in google sheets', true],
+    ];
+    for (const [stored, asked, hit] of cases) {
+      const namespace = `keywords-${Math.random()}`;
+      await t.post('/api/v1/store', { messages: [user(stored)], answer: `for ${stored}`, model: 'gpt-4o', namespace }, key);
+      const res = (await t.post('/api/v1/check', { messages: [user(asked)], namespace }, key)).json();
+      assert.equal(res.cache_hit, hit, `${stored} / ${asked}: ${JSON.stringify(res)}`);
+      if (hit) assert.equal(res.answer, `for ${stored}`);
+    }
+  });
+
   test('the same follow-up after the same question but another reply is a miss', async () => {
     // "Multiply it by 3" is about the reply: 7 and 4 have different answers.
     const first = user('Pick a random number from 1 to 10.');
