@@ -211,7 +211,6 @@ function read(text: string, only?: Set<string>): Read {
 /** The acronyms written out in a read (`read`), as memo keys tell them apart. */
 const onlyKey = (only?: Set<string>): string => (only ? [...only].join('|') : '');
 
-/** Whether one text is a request of one line (`Unwrapped.asked`) and the other a question of one line. */
 /**
  * Two texts' words are the same but for one stretch: up to three words in the place of up to three
  * others, or up to two more on one side before words they share.
@@ -296,6 +295,7 @@ function keywordQuestion(text: string): string | null {
   return /^\s*\p{Ll}/u.test(text) ? `what is ${text.trim()}?` : null;
 }
 
+/** Whether one text is a request of one line (`Unwrapped.asked`) and the other a question of one line. */
 function requestAndQuestion(x: Unwrapped, xRead: Read, y: Unwrapped, yRead: Read): boolean {
   const question = (w: Unwrapped, info: Read) => !w.plain.includes('\n') && (info.question || opensQuestion(info.opening[0]));
   return (x.asked !== null && y.asked === null && question(y, yRead)) || (y.asked !== null && x.asked === null && question(x, xRead));
