@@ -225,6 +225,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       clearInterval(sweeper);
       reembedding.abort();
       await reembedded;
+      // Checks and stores whose clients have gone finish before what they use is closed.
+      await cache.settled();
       await sync?.stop();
       await usage.close();
       await limiter.close();

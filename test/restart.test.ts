@@ -84,4 +84,29 @@ describe('data survives a restart', () => {
       await second.close();
     }
   });
+  test('a store under way when the server closes (its client gone) is written whole, and found after a restart', async () => {
+    const embedder = await sharedEmbedder();
+    const own = testConfig();
+    const first = await startTestApp({ config: own, embedder, keepData: true });
+    await first.key('closing');
+    const account = await first.runtime.ctx.store.getAccountByName('closing');
+    assert.ok(account);
+    const messages = [user('How many moons does Mars have?')];
+    // Under way, embedding, when closing starts: the HTTP server does not wait for a request whose
+    // client has gone, so the service itself must.
+    const storing = first.runtime.ctx.cache.store(account, { messages, answer: 'Two: Phobos and Deimos.', model: 'gpt-4o' });
+    await first.close();
+    const result = await storing;
+
+    const second = await startTestApp({ config: own, embedder });
+    try {
+      const key = await second.key('closing');
+      const hit = (await second.post('/api/v1/check', { messages }, key)).json();
+      assert.equal(hit.cache_type, 'exact', JSON.stringify(hit));
+      assert.equal(hit.answer, 'Two: Phobos and Deimos.');
+      assert.equal(hit.entry_id, result.entryId);
+    } finally {
+      await second.close();
+    }
+  });
 });

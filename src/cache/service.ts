@@ -133,6 +133,26 @@ export class CacheService {
     this.contextThreshold = deps.contextThreshold ?? 0.65;
   }
 
+  /**
+   * Checks and stores under way past their first step (embedding, a search, a write). The HTTP
+   * server waits for the requests of connected clients when it closes, not for those whose client
+   * has gone; closing waits for these too (`settled`), so a store whose client gave up is still
+   * written whole rather than cut off by the store closing under it.
+   */
+  private readonly pending = new Set<Promise<unknown>>();
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.pending.add(work);
+    const done = () => void this.pending.delete(work);
+    work.then(done, done);
+    return work;
+  }
+
+  /** Resolves once every check and store under way has finished, answered or failed. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
   get semanticEnabled(): boolean {
     return this.deps.embedder !== null;
   }
@@ -217,6 +237,12 @@ export class CacheService {
    * returned without a promise; everything else resolves later.
    */
   check(account: Account, input: CheckInput): CheckResult | Promise<CheckResult> {
+    const result = this.checkNow(account, input);
+    // An exact hit answered in process is returned as it is, without a promise.
+    return result instanceof Promise ? this.track(result) : result;
+  }
+
+  private checkNow(account: Account, input: CheckInput): CheckResult | Promise<CheckResult> {
     const t0 = performance.now();
     const types = input.cacheTypes;
     const exactChecked = types === undefined || types.includes('exact');
@@ -516,7 +542,11 @@ export class CacheService {
     };
   }
 
-  async store(account: Account, input: StoreInput): Promise<StoreResult> {
+  store(account: Account, input: StoreInput): Promise<StoreResult> {
+    return this.track(this.storeNow(account, input));
+  }
+
+  private async storeNow(account: Account, input: StoreInput): Promise<StoreResult> {
     const t0 = performance.now();
     const hash = promptHash(input.messages);
     const key = semanticKey(input.messages, input.namespace ?? '');
