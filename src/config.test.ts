@@ -15,6 +15,8 @@ describe('configuration from the environment', () => {
       ['REPRISE_TRUST_PROXY', '1.2.3.999'],
       ['REPRISE_TRUST_PROXY', '::1/129'],
       ['PORT', 'eighty'],
+      ['REPRISE_EMBED_PRIORITY', '20'],
+      ['REPRISE_EMBED_PRIORITY', '-5'],
     ] as const) {
       assert.throws(
         () => loadConfig({ [variable]: value }),

@@ -46,7 +46,7 @@ export interface InputLimits {
 }
 
 export type EmbedderConfig =
-  | { kind: 'use-lite'; workers: number; memoSize: number }
+  | { kind: 'use-lite'; workers: number; memoSize: number; priority: number }
   | { kind: 'http'; url: string; model: string; apiKey: string | null; dimensions: number | null }
   | { kind: 'none' };
 
@@ -223,6 +223,7 @@ function embedderConfig(env: Env): EmbedderConfig {
         kind,
         workers: int(env, 'REPRISE_EMBED_WORKERS', 0, 0, 64),
         memoSize: int(env, 'REPRISE_EMBED_MEMO', 10_000, 0, 10_000_000),
+        priority: int(env, 'REPRISE_EMBED_PRIORITY', 19, 0, 19),
       };
     case 'http': {
       const u = url(env, 'REPRISE_EMBED_URL', ['http:', 'https:']);

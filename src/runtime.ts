@@ -80,7 +80,7 @@ export async function openEmbedder(config: Config): Promise<Embedder | null> {
       return null;
     case 'use-lite': {
       const { createUseLiteEmbedder } = await import('./embedding/use-lite.ts');
-      return createUseLiteEmbedder({ workers: e.workers === 0 ? undefined : e.workers, memoSize: e.memoSize });
+      return createUseLiteEmbedder({ workers: e.workers === 0 ? undefined : e.workers, memoSize: e.memoSize, priority: e.priority });
     }
     case 'http': {
       const { createHttpEmbedder } = await import('./embedding/http.ts');

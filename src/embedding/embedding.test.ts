@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -15,6 +16,26 @@ describe('USE-lite embedder', () => {
     e = await createUseLiteEmbedder({ workers: 2, maxBatch: 8 });
   });
   after(() => e.close());
+
+  test(
+    'the workers run at the priority asked for (a nice value of their own threads)',
+    { skip: process.platform !== 'linux' },
+    async () => {
+      const nices = () =>
+        readdirSync('/proc/self/task').map((tid) => {
+          // Field 19 of stat is the nice value; the command name before it may hold spaces.
+          const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+          return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+        });
+      assert.ok(!nices().includes(7));
+      const seven = await createUseLiteEmbedder({ workers: 1, priority: 7 });
+      try {
+        assert.ok(nices().includes(7), String(nices()));
+      } finally {
+        await seven.close();
+      }
+    },
+  );
 
   test('unit vectors of 512 dimensions; paraphrases closer than unrelated texts', async () => {
     const [a, b, c] = await e.embed(['How do I reset my password?', 'How can I change my password?', 'Best pizza in Naples']);

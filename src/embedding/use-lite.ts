@@ -12,6 +12,12 @@ export interface UseLiteOptions {
   memoSize?: number;
   /** Texts per batch sent to one worker. Default 32. */
   maxBatch?: number;
+  /**
+   * The workers' nice value, from 0 (the event loop's own priority) to 19 (the lowest, the
+   * default): at 19, exact hits are answered first when the cores are busy, and embedding waits for
+   * any other busy process on the machine too.
+   */
+  priority?: number;
 }
 
 interface Pending {
@@ -27,13 +33,14 @@ interface Slot {
 }
 
 /** Starts a worker on the compiled file, or on the TypeScript source through tsx's loader. */
-function spawn(): Worker {
+function spawn(priority: number): Worker {
   const here = import.meta.url;
-  if (here.endsWith('.js')) return new Worker(new URL('./use-lite.worker.js', here));
+  const workerData = { priority };
+  if (here.endsWith('.js')) return new Worker(new URL('./use-lite.worker.js', here), { workerData });
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./use-lite.worker.ts', here).href;
   const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
-  return new Worker(boot, { eval: true });
+  return new Worker(boot, { eval: true, workerData });
 }
 
 /**
@@ -52,10 +59,12 @@ class UseLitePool implements Embedder {
   private readonly inflight = new Map<string, Promise<Float32Array>>();
   private closed = false;
   private nextBatch = 1;
+  private readonly priority: number;
 
   constructor(opts: UseLiteOptions) {
     this.maxBatch = opts.maxBatch ?? 32;
     this.memo = new Lru(opts.memoSize ?? 10_000);
+    this.priority = opts.priority ?? 19;
   }
 
   async start(workers: number): Promise<void> {
@@ -63,7 +72,7 @@ class UseLitePool implements Embedder {
   }
 
   private addWorker(): Promise<void> {
-    const worker = spawn();
+    const worker = spawn(this.priority);
     const slot: Slot = { worker, busy: null, batchId: 0 };
     this.slots.push(slot);
     return new Promise((resolve, reject) => {

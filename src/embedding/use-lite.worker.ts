@@ -1,5 +1,5 @@
 import { setPriority } from 'node:os';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { UseLiteModel } from './use-lite.model.ts';
 
 /** Messages from the pool: a batch to embed. Replies carry the packed vectors. */
@@ -12,10 +12,11 @@ const port = parentPort;
 if (!port) throw new Error('use-lite.worker must run in a worker thread');
 
 // Embedding yields the CPU to the event loop: on Linux a thread's nice value is its own, so
-// this lowers only this worker (to the lowest priority), and exact hits are answered first when
-// the cores are busy.
+// this lowers only this worker (by default to the lowest priority, `REPRISE_EMBED_PRIORITY`), and
+// exact hits are answered first when the cores are busy.
+const priority = (workerData as { priority?: number } | null)?.priority ?? 19;
 try {
-  setPriority(19);
+  setPriority(priority);
 } catch {
   // Not permitted here (or not supported): embedding runs at normal priority.
 }
