@@ -6,11 +6,13 @@ import { plainWording } from './wording.ts';
  * The form texts are embedded in: 1 as typed; 2 with common acronyms written out and each line's
  * polite wrapper taken off; 3 also without a chat opener ("Quick question: …") or a closing
  * courtesy ("…, if you don't mind me asking?"), and a word asked the meaning of set off by a dash
- * or a colon ("X - definition?") read as the other forms are. A stored vector carries the form it was made from in its id
+ * or a colon ("X - definition?") read as the other forms are; 4 also with two things set against each
+ * other as keywords put as the question ("weather vs climate" as "What is the difference between
+ * weather and climate?"). A stored vector carries the form it was made from in its id
  * (`vectorId`), and one of an older form is still searched, and re-embedded in the background
  * (`CacheService.reembed`).
  */
-export const TEXT_FORM = 3;
+export const TEXT_FORM = 4;
 
 /** How the id of a vector of this embedder, of some text form, starts (one stored as typed has its bare id). */
 export function formPrefix(embedder: Embedder): string {

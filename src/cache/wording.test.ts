@@ -153,3 +153,20 @@ test('a courtesy is a word of its own, not the end of one', () => {
   ])
     assert.equal(plainWording(text), text, text);
 });
+
+test('two things set against each other as keywords are read as the question of their difference', () => {
+  assert.equal(plainWording('weather vs climate'), 'what is the difference between weather and climate?');
+  assert.equal(plainWording('major vs. minor key difference'), 'what is the difference between major and minor key?');
+  assert.equal(
+    plainWording('Quick question: iphone 15 versus iphone 15 pro'),
+    'What is the difference between iphone 15 and iphone 15 pro?',
+  );
+  // A question put otherwise, a clause after a comma, a case name and a long line are left as typed.
+  for (const text of [
+    'Which is better, tea vs coffee?',
+    'SSD vs HDD, which is faster?',
+    'Roe v. Wade',
+    'the battle of man vs nature in literature and film and art and other media',
+  ])
+    assert.equal(plainWording(text), text, text);
+});

@@ -81,6 +81,13 @@ const WRAPPERS: [RegExp, string | ((match: string, verb: string) => string), str
   ],
 ];
 
+/**
+ * Two things set against each other, typed as keywords: "weather vs climate", "let vs const js",
+ * "major vs minor key difference". Not a question put otherwise ("Which is better, tea vs coffee?").
+ */
+const VERSUS =
+  /^(?!(?:what|which|who|whom|whose|where|when|why|how|is|are|was|were|do|does|did|can|could|should|would|will)\b)([^\n?:;,]*?[\p{L}\p{N})])\s+(?:vs\.?|versus)\s+([^\n?:;,]*?[\p{L}\p{N})])(?:\s*[-–—,]?\s*(?:difference|differences|comparison))?\s*\??\s*$/iu;
+
 /** "Tell me the …": what is asked, as a question ("What is the …?"). */
 const TOLD = /^tell\s+me\s+the\s+(\S.*?)\s*[?.!]*\s*$/iu;
 
@@ -160,6 +167,13 @@ function unwrapLine(line: string, whole: boolean): Unwrapped {
   // "Tell me the capital of France" asked as the question it is: the hit decision tells "What is
   // the derivative of x^2?" from "… the integral …" far better than the same as requests. (A
   // clause after "tell me" stays a request: "when World War I started?" reads as no question.)
+  // "weather vs climate" asked as the question it is: "What is the difference between weather and
+  // climate?" (0.43 typed against that question).
+  const versus = VERSUS.exec(rest);
+  if (versus && (versus[1] as string).split(/\s+/).length <= 6 && (versus[2] as string).split(/\s+/).length <= 6) {
+    rest = `what is the difference between ${versus[1]} and ${versus[2]}?`;
+    kinds.push('versus');
+  }
   const told = TOLD.exec(rest);
   if (told) {
     rest = `what is the ${told[1]}?`;
@@ -250,7 +264,7 @@ const LEAD = new RegExp(`^\\s*${GREETING}`, 'iu');
 const PLAIN_CHARS = 2048;
 /** A line that opens with what may be a wrapper. */
 const MAY_WRAP = new RegExp(
-  String.raw`(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition)|explain|describe|show|teach|help|a|one|my|quick|honest|random|simple|stupid|dumb|silly|small|noob|newbie|basic|question|just|wondering|curious|out|have|real|ok|okay|so|btw|by|sorry)\b|${TASK})|\b(?:meaning|definition|know|idea|mind|asking|can|possible|please|pls|plz|thanks|you|thx|ty|advance|much|lot)\W*$`,
+  String.raw`(?:^|\n)\s*(?:(?:hi|hello|hey)\b[^\n]{0,12})?(?:(?:please|pls|plz|kindly|can|could|would|will|do|did|is|are|any|may|i|tell|what|define|definition|meaning|the\s+(?:meaning|definition)|explain|describe|show|teach|help|a|one|my|quick|honest|random|simple|stupid|dumb|silly|small|noob|newbie|basic|question|just|wondering|curious|out|have|real|ok|okay|so|btw|by|sorry)\b|${TASK})|\b(?:meaning|definition|know|idea|mind|asking|can|possible|please|pls|plz|thanks|you|thx|ty|advance|much|lot)\W*$|\s(?:vs\.?|versus)\s`,
   'im',
 );
 
