@@ -230,47 +230,43 @@ if (!skip.has('http')) {
       await probeBare(2);
       // Saturating: 16 connections as fast as checks are answered. Paced: 200 checks/s, above the
       // 150/s asked of concurrency 32, which leaves the cores room.
+      // Each with the probes measured under it and the load's own results.
       const loads = [
         { name: 'saturating', rate: undefined },
         { name: 'paced', rate: 200 },
-      ] as const;
+      ].map((l) => ({ ...l, exact: [] as ProbeResult[], bare: [] as ProbeResult[], background: [] as LoadResult[] }));
       const alone: ProbeResult[] = [];
       const bareAlone: ProbeResult[] = [];
-      const loaded = new Map<string, { exact: ProbeResult[]; bare: ProbeResult[]; background: LoadResult[] }>(
-        loads.map((l) => [l.name, { exact: [], bare: [], background: [] }]),
-      );
       for (let round = 0; round < (quick ? 1 : 5); round++) {
         alone.push(await probeExact());
         bareAlone.push(await probeBare());
         for (const l of loads) {
-          const into = loaded.get(l.name) as { exact: ProbeResult[]; bare: ProbeResult[]; background: LoadResult[] };
           const [e, eb] = await semanticLoad(l.rate, () => probeExact());
-          into.exact.push(e);
-          into.background.push(eb);
+          l.exact.push(e);
+          l.background.push(eb);
           const [b, bb] = await semanticLoad(l.rate, () => probeBare());
-          into.bare.push(b);
-          into.background.push(bb);
+          l.bare.push(b);
+          l.background.push(bb);
         }
       }
       const p99 = (rs: ProbeResult[]) => median(rs.map((r) => r.p99));
       const p50 = (rs: ProbeResult[]) => median(rs.map((r) => r.p50));
       const underLoad: Record<string, unknown> = { alone, bareAlone };
-      for (const l of loads) {
-        const { exact, bare, background } = loaded.get(l.name) as { exact: ProbeResult[]; bare: ProbeResult[]; background: LoadResult[] };
+      for (const { name, exact, bare, background } of loads) {
         const backgroundRate = median(background.map((r) => r.requestsPerSecond));
         row(
-          `exact-hit p50 / p99 ms under a ${l.name} semantic load (${fmt(backgroundRate, 0)} semantic checks/s)`,
+          `exact-hit p50 / p99 ms under a ${name} semantic load (${fmt(backgroundRate, 0)} semantic checks/s)`,
           `${p50(exact)} / ${p99(exact)}`,
           `${p50(alone)} / ${p99(alone)} alone`,
           fmt(p99(exact) / p99(alone)),
         );
         row(
-          `control: bare route p50 / p99 ms while Reprise serves the same ${l.name} load`,
+          `control: bare route p50 / p99 ms while Reprise serves the same ${name} load`,
           `${p50(bare)} / ${p99(bare)}`,
           `${p50(bareAlone)} / ${p99(bareAlone)} alone`,
           fmt(p99(bare) / p99(bareAlone)),
         );
-        underLoad[l.name] = {
+        underLoad[name] = {
           loaded: exact,
           bareLoaded: bare,
           background,

@@ -200,7 +200,7 @@ export class CacheService {
       if (stale.length === 0) break;
       after = stale[stale.length - 1] as number;
       for (let i = 0; i < stale.length && !opts.signal?.aborted; i += batch) {
-        const nowIso = new Date(this.now()).toISOString();
+        const nowIso = isoAt(this.now());
         const entries = (await this.deps.store.getEntries(stale.slice(i, i + batch))).filter(
           (e) =>
             e.embedderId !== null &&
