@@ -5,6 +5,7 @@ import { differentRequest, otherNames } from './contrast.ts';
 import { analyse, aroundShared, AUXILIARIES, FEATURE_NAMES, opensQuestion, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
 import { unwrap, type Unwrapped } from './wording.ts';
+import { loadKin } from './wordnet.ts';
 
 /** Texts up to this length have their analysis remembered, and are checked by `differs`. */
 const MEMO_CHARS = 2048;
@@ -295,6 +296,23 @@ function keywordQuestion(text: string): string | null {
   return /^\s*\p{Ll}/u.test(text) ? `what is ${text.trim()}?` : null;
 }
 
+/**
+ * A difference of one word for another found in a nearer candidate of the same query that this
+ * candidate has too: "how to tie a half windsor knot" passes over "how to tie a full windsor knot"
+ * ("half" / "full"), and then over "How do I tie a full Windsor knot?", which says "full" where the
+ * query says "half" in other words around them. Otherwise the next nearest is served, read by the
+ * model alone (0.90 there).
+ */
+function carried(found: Map<string, string | null>, a: Read, b: Read): string | null {
+  for (const why of found.values()) {
+    const pair = why === null ? null : /^([^\s/"]+)\/([^\s/"]+)$/.exec(why);
+    if (!pair) continue;
+    const [, x, y] = pair as unknown as [string, string, string];
+    if (a.wordSet.has(x) && !a.wordSet.has(y) && b.wordSet.has(y) && !b.wordSet.has(x)) return why;
+  }
+  return null;
+}
+
 /** Whether one text is a request of one line (`Unwrapped.asked`) and the other a question of one line. */
 function requestAndQuestion(x: Unwrapped, xRead: Read, y: Unwrapped, yRead: Read): boolean {
   const question = (w: Unwrapped, info: Read) => !w.plain.includes('\n') && (info.question || opensQuestion(info.opening[0]));
@@ -332,6 +350,7 @@ export class CalibratedScorer implements HitScorer {
 
   constructor(private readonly model: HitModel = loadHitModel()) {
     this.input = new Float64Array((model.nets[0] as HitNet).layers[0]?.in ?? 0);
+    loadKin();
   }
 
   /** A stored text's analysis; with `only`, of the text with those of its acronyms written out. */
@@ -453,6 +472,7 @@ export class CalibratedScorer implements HitScorer {
       // A request against a question (read kindly by the first stage) that names another person or
       // place: "List the countries that border France" / "Which countries border Spain?".
       if (why === null && requestAndQuestion(wrappedA, a, wrappedB, b)) why = otherNames(a, b, true);
+      why ??= carried(found, a, b);
       found.set(key, why);
     }
     return why;

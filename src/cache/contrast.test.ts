@@ -284,6 +284,28 @@ describe('replacedWord', () => {
     assert.equal(replaced('how much vitamin d should i take daily', 'how much vitamin c should i take daily'), 'd/c');
   });
 
+  test('the same words but for two things of one kind in WordNet, or its antonyms', () => {
+    assert.equal(replaced('best tennis racket for beginners', 'best badminton racket for beginners'), 'tennis/badminton');
+    assert.equal(replaced('foods high in iron', 'foods high in calcium'), 'iron/calcium');
+    assert.equal(replaced('Write a haiku about the ocean', 'Write a sonnet about the ocean'), 'haiku/sonnet');
+    assert.equal(replaced('what is the boiling point of ethanol', 'what is the freezing point of ethanol'), 'boiling/freezing');
+    assert.equal(replaced('natural remedies for anxiety', 'natural remedies for depression'), 'anxiety/depression');
+    // Inflected: read by WordNet's endings.
+    assert.equal(replaced('how to tune violins', 'how to tune cellos'), 'violins/cellos');
+  });
+
+  test('no difference in WordNet: one sense shared, one a kind of the other, one lemma, a function word, one thing of the sets', () => {
+    assert.equal(replaced('when do leaves change colour in the fall', 'when do leaves change colour in the autumn'), null);
+    assert.equal(replaced('is a vegan diet healthy', 'is a vegetarian diet healthy'), null);
+    assert.equal(replaced('how to grow roses indoors', 'how to grow a rose indoors'), null);
+    assert.equal(replaced('how do I get a doctor appointment', 'how do I get a physician appointment'), null);
+    // "at" and "in" are also astatine and indium.
+    assert.equal(replaced('things to do at the beach', 'things to do in the beach'), null);
+    assert.equal(replaced('a quiet place to read in the evening', 'a quiet place to read at night'), null);
+    // Words WordNet does not list.
+    assert.equal(replaced('scroll up in tmux', 'scroll up in vim'), null);
+  });
+
   test('no difference: words of one thing, other words that differ, other lengths, phrases that say the same', () => {
     assert.equal(replaced('how to add an item to a list', 'how to append an item to a list'), null);
     assert.equal(replaced('average of a list in python', 'mean of a list in python'), null);

@@ -1,5 +1,6 @@
 import nlp from 'compromise/two';
 import { AUXILIARIES, opensQuestion, rarity, sharedEnds, UNSEEN, type TextInfo } from './features.ts';
+import { kinWords } from './wordnet.ts';
 
 /**
  * Why two requests that embed alike ask different things, or null: they name different things of
@@ -1223,6 +1224,20 @@ function replacedPair(x: string, y: string): boolean {
 }
 
 /**
+ * Whether two words name different things of one kind in WordNet (`kinWords`: "tennis" /
+ * "badminton", "iron" / "calcium", "boiling" / "freezing"), unless the sets call them one thing
+ * ("evening" / "night") or either is a function word.
+ */
+function kinPair(x: string, y: string): boolean {
+  // "at" and "in" are also astatine and indium.
+  if (FUNCTION_WORDS.has(x) || FUNCTION_WORDS.has(y) || AUXILIARIES.has(x) || AUXILIARIES.has(y)) return false;
+  const mx = member(x);
+  const my = member(y);
+  if (mx && my && mx.some((p) => my.some((q) => p.set === q.set && p.member === q.member))) return false;
+  return kinWords(x, y) !== null;
+}
+
+/**
  * The pair of words by which two requests that are otherwise the same, word for word in the same
  * places (articles and possessives left out), name different things of one kind of `REPLACED`:
  * "how do I turn on Bluetooth" / "turn off", "zoom in on a mac" / "zoom out on a mac", "sort a
@@ -1242,7 +1257,7 @@ export function replacedWord(a: TextInfo, b: TextInfo): string | null {
     if (alikeAfter(x, i) && alikeAfter(y, i)) continue;
     if (x[i + 1] === 'of' && y[i + 1] === 'of' && COLLECTIONS.has(wx) && COLLECTIONS.has(wy)) continue;
     // One letter for another names another thing: "vitamin d" / "vitamin c", "plan b" / "plan c".
-    if (replacedPair(wx, wy) || (LETTER.test(wx) && LETTER.test(wy))) {
+    if (replacedPair(wx, wy) || (LETTER.test(wx) && LETTER.test(wy)) || kinPair(wx, wy)) {
       // Not the same words in another order: "spanish and portuguese" / "portuguese and spanish".
       if (count(x, wx) > count(y, wx) && count(y, wy) > count(x, wy)) found ??= `${wx}/${wy}`;
     } else if (!FUNCTION_WORDS.has(wx) || !FUNCTION_WORDS.has(wy)) return movedParticle(x, y);

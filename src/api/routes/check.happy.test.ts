@@ -411,6 +411,21 @@ describe('POST /api/v1/check', () => {
     }
   });
 
+  test('the same words but for two things of one kind in WordNet are other requests, and so is a farther entry that says the same other thing', async () => {
+    const miss = async (stored: string[], query: string) => {
+      const namespace = `kin-${Math.random()}`;
+      for (const text of stored) await t.post('/api/v1/store', { messages: [user(text)], answer: text, model: 'gpt-4o', namespace }, key);
+      const res = (await t.post('/api/v1/check', { messages: [user(query)], namespace, similarity_threshold: 0 }, key)).json();
+      assert.equal(res.cache_hit, false, `${query}: ${JSON.stringify(res)}`);
+      assert.equal(res.search_results.closest_match_score, 0);
+    };
+    await miss(['best badminton racket for beginners'], 'best tennis racket for beginners');
+    await miss(['foods high in calcium'], 'foods high in iron');
+    await miss(['What notes are in a C major chord?'], 'What notes are in a C minor chord?');
+    // "full" where the query says "half": the second entry, in other words, was served at 0.90.
+    await miss(['how to tie a full windsor knot', 'How do I tie a full Windsor knot?'], 'how to tie a half windsor knot');
+  });
+
   test('another request behind the served entry is no rival to it: its score is as when alone', async () => {
     const namespace = `rival-${Math.random()}`;
     const check = { messages: [user('How do I sort a list in descending order in Python?')], namespace, similarity_threshold: 0 };
