@@ -340,6 +340,15 @@ describe('differentRequest', () => {
     assert.equal(d('Is 10,000 steps a day enough?', 'Is 10 000 steps a day enough?'), null);
   });
 
+  test('a date or time asked for in another format is another request; the same format with other separators is not', () => {
+    const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
+    assert.equal(d('js get current date in YYYY-MM-DD format', 'js get current date in DD/MM/YYYY format'), 'yyyy mm dd/dd mm yyyy');
+    assert.equal(d('python format date as dd/mm/yyyy', 'python format date as mm/dd/yyyy'), 'dd mm yyyy/mm dd yyyy');
+    assert.equal(d('format a date as MM/DD/YYYY HH:mm', 'format a date as MM/DD/YYYY hh:mm'), null);
+    assert.equal(d('python format date as yyyy-mm-dd', 'how do I format a date as YYYY/MM/DD in Python?'), null);
+    assert.equal(d('python format date as yyyy-mm-dd', 'python date to string'), null);
+  });
+
   test('a question that opens with another of who, when, where and why is another question', () => {
     const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
     // A follow-up is read after the turn before it: the last line opens the question.

@@ -6,9 +6,10 @@ import { kinWords } from './wordnet.ts';
  * Why two requests that embed alike ask different things, or null: they name different things of
  * one kind (`contrastingWords`), swap two things around the same words (`swappedRoles`), name
  * different quantities (`differentQuantities`), without capitals on their names or a few words
- * apart, other people or places (`otherNames`), are the same words but for one of a pair too
- * common in other senses for the sets (`replacedWord`: "turn on" / "turn off", "drive on the left"
- * / "on the right"), or open with other question words (`otherQuestion`: "when" / "where"). The
+ * apart, other people or places (`otherNames`), ask for a date in another format (`otherFormat`),
+ * are the same words but for one of a pair too common in other senses for the sets or of kin in
+ * WordNet (`replacedWord`: "turn on" / "turn off", "drive on the left" / "on the right", "tennis" /
+ * "badminton"), or open with other question words (`otherQuestion`: "when" / "where"). The
  * hit decision's cheap checks that a vector and a small model weigh too lightly: "sort ascending" /
  * "sort descending" scored 0.99.
  */
@@ -21,9 +22,39 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
     differentQuantities(a.quantities, b.quantities) ??
     otherNames(a, b) ??
     otherQuoted(a, b) ??
+    otherFormat(a, b) ??
     replacedWord(a, b) ??
     otherQuestion(a, b)
   );
+}
+
+/** The parts of a date or time format, as words: "YYYY-MM-DD" is "yyyy mm dd", "HH:mm" is "hh mm". */
+const FORMAT_PARTS = new Set(['yyyy', 'yy', 'mm', 'mmm', 'mmmm', 'dd', 'ddd', 'dddd', 'hh', 'ss']);
+
+/** A text's runs of two or more parts of a format, in order ("yyyy mm dd"), or "". */
+function formatRuns(t: TextInfo): string {
+  const runs: string[] = [];
+  let run: string[] = [];
+  for (const w of [...t.words, '']) {
+    if (FORMAT_PARTS.has(w)) run.push(w);
+    else {
+      if (run.length >= 2) runs.push(run.join(' '));
+      run = [];
+    }
+  }
+  return runs.join(', ');
+}
+
+/**
+ * Two texts that ask for a date or a time in other formats: "js get current date in YYYY-MM-DD
+ * format" / "… DD/MM/YYYY …" (0.95), "python format date as dd/mm/yyyy" / "… mm/dd/yyyy". The same
+ * parts in the same order with other separators are left to the model.
+ */
+function otherFormat(a: TextInfo, b: TextInfo): string | null {
+  const x = formatRuns(a);
+  if (x === '') return null;
+  const y = formatRuns(b);
+  return y === '' || x === y ? null : `${x}/${y}`;
 }
 
 /**
