@@ -4,8 +4,11 @@ import {
   contrastingWords,
   differentQuantities,
   differentRequest,
+  otherDirection,
   otherNames,
+  otherRank,
   quantitiesOf,
+  replacedReordered,
   replacedWord,
   swappedRoles,
 } from './contrast.ts';
@@ -324,6 +327,72 @@ describe('replacedWord', () => {
     assert.equal(replaced('Is Reddit down right now?', 'Is Reddit up right now?'), null);
     assert.equal(replaced('turn on the light in the kitchen', 'turn the light on in the kitchen'), null);
     assert.equal(replaced('what do Spanish and Portuguese have in common', 'what do portuguese and spanish have in common?'), null);
+  });
+});
+
+describe('replacedReordered', () => {
+  const reordered = (a: string, b: string) => replacedReordered(analyse(a), analyse(b));
+
+  test('the same content words in another order but for one of a pair, or nouns of one kind in WordNet', () => {
+    assert.equal(reordered('python read csv file into a list', 'python write a list to a csv file'), 'read/write');
+    assert.equal(
+      reordered('Explain the difference between median and mode', 'Explain the difference between mean and median'),
+      'mode/mean',
+    );
+    assert.equal(reordered('import csv into mysql table', 'export mysql table to csv'), 'import/export');
+    assert.equal(reordered('How does blockchain technology work?', 'What are the uses of blockchain technology?'), 'work/uses');
+  });
+
+  test('no difference: antonyms read in another order, pointing words, short texts, more than one word each', () => {
+    // A question turned around names the antonym for the same question.
+    assert.equal(reordered('What is wrong with having sex before marriage?', 'Is having sex before marriage right?'), null);
+    assert.equal(reordered('Are there still Nazis?', 'Are the nazis still here?'), null);
+    assert.equal(reordered('read csv', 'csv write'), null);
+    assert.equal(reordered('python read a csv file into a list', 'python write a list to a json file'), null);
+    // The same words in another order: another check's (`swappedRoles`).
+    assert.equal(reordered('convert a list to a string in python', 'convert a string to a list in python'), null);
+    assert.equal(reordered('laptop for students on a budget', 'a budget laptop for students'), null);
+  });
+});
+
+describe('otherRank', () => {
+  const rank = (a: string, b: string) => otherRank(analyse(a), analyse(b));
+
+  test('a superlative ranked on one side only', () => {
+    assert.equal(rank('SQL query to find the second highest salary', 'SQL query to find the highest salary'), 'second highest/highest');
+    assert.equal(rank('what is the largest country in the world', 'the 3rd largest country'), 'largest/3rd largest');
+    assert.equal(rank('the 21st largest city', 'the largest city'), '21st largest/largest');
+  });
+
+  test('no difference: the same rank, "first", a rank on both sides, no superlative', () => {
+    assert.equal(rank('what is the second highest mountain', 'which mountain is the second highest'), null);
+    assert.equal(rank('the 1st largest country', 'the largest country'), null);
+    assert.equal(rank('the second largest planet', 'the third largest planet'), null);
+    assert.equal(rank('the second world war', 'the world war'), null);
+  });
+});
+
+describe('otherDirection', () => {
+  const direction = (a: string, b: string) => otherDirection(analyse(a), analyse(b));
+
+  test('the same two units converted the other way, however put', () => {
+    assert.equal(direction('how many km is 5 miles', 'Convert 5 kilometers to miles.'), 'mile to km/km to mile');
+    assert.equal(
+      direction('celsius to fahrenheit', 'how many degrees celsius is 100 fahrenheit'),
+      'celsius to fahrenheit/fahrenheit to celsius',
+    );
+    assert.equal(direction('how many cups are in a gallon', 'convert cups to gallons'), 'gallon to cup/cup to gallon');
+    assert.equal(direction('100 usd to eur', 'how much is 100 euros in dollars'), 'dollar to euro/euro to dollar');
+    // A pound is a weight beside kilograms.
+    assert.equal(direction('how many pounds is 5 kg', 'convert 5 pounds to kilograms'), 'kg to pound/pound to kg');
+  });
+
+  test('no difference: the same way, a comparison, one unit, other kinds of unit', () => {
+    assert.equal(direction('how many km is 5 miles', 'Convert 5 miles to kilometers.'), null);
+    assert.equal(direction('how many ml in 2 cups', '2 cups in ml'), null);
+    assert.equal(direction('what is the difference between km and miles', 'miles to km'), null);
+    assert.equal(direction('how far is 5 km', 'how long is 5 miles'), null);
+    assert.equal(direction('convert 5 kg to pounds', 'convert 5 km to miles'), null);
   });
 });
 

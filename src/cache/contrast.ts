@@ -9,7 +9,10 @@ import { kinWords } from './wordnet.ts';
  * apart, other people or places (`otherNames`), ask for a date in another format (`otherFormat`),
  * are the same words but for one of a pair too common in other senses for the sets or of kin in
  * WordNet (`replacedWord`: "turn on" / "turn off", "drive on the left" / "on the right", "tennis" /
- * "badminton"), or open with other question words (`otherQuestion`: "when" / "where"). The
+ * "badminton"), or the same content words in another order but for such a word
+ * (`replacedReordered`), rank a superlative the other leaves unranked (`otherRank`: "the second
+ * highest salary" / "the highest salary"), convert between two units the other way round
+ * (`otherDirection`), or open with other question words (`otherQuestion`: "when" / "where"). The
  * hit decision's cheap checks that a vector and a small model weigh too lightly: "sort ascending" /
  * "sort descending" scored 0.99.
  */
@@ -24,6 +27,9 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
     otherQuoted(a, b) ??
     otherFormat(a, b) ??
     replacedWord(a, b) ??
+    replacedReordered(a, b) ??
+    otherRank(a, b) ??
+    otherDirection(a, b) ??
     otherQuestion(a, b)
   );
 }
@@ -653,6 +659,18 @@ const SETS: readonly (readonly (readonly string[])[])[] = [
     ['hip', 'hips'],
     ['finger', 'fingers'],
     ['toe', 'toes'],
+  ],
+  // What a food holds, in its nutrition facts: "how many calories are in an avocado" / "how much
+  // protein is in an avocado". (Sodium is an element, below.)
+  [
+    ['calories', 'calorie', 'kcal'],
+    ['protein', 'proteins'],
+    ['fat', 'fats'],
+    ['carbs', 'carb', 'carbohydrates', 'carbohydrate'],
+    ['sugar', 'sugars'],
+    ['fiber', 'fibre'],
+    ['cholesterol'],
+    ['caffeine'],
   ],
   // Changes of state: "what happens during evaporation" / "during condensation".
   [
@@ -1313,4 +1331,121 @@ function movedParticle(x: readonly string[], y: readonly string[]): string | nul
   const restX = x.filter((_, i) => i !== px);
   const restY = y.filter((_, i) => i !== py);
   return restX.every((w, i) => w === restY[i]) ? `${wx}/${wy}` : null;
+}
+
+/** Words that point rather than name: "are there still nazis" / "are the nazis still here". */
+const POINTING = new Set(['here', 'there']);
+
+/**
+ * The pair of words by which two requests that have the same content words in another order name
+ * different things of one kind: one of a `REPLACED` pair ("python read csv file into a list" /
+ * "python write a list to a csv file", "the difference between median and mode" / "… mean and
+ * median") or nouns that WordNet files under one hypernym ("import csv into mysql table" / "export
+ * mysql table to csv", "how does blockchain work" / "what are the uses of blockchain"). Function
+ * words may differ too. Antonyms of WordNet are not read so, as a question turned around reads
+ * them as the same one ("What is wrong with X?" / "Is X right?"). Null unless each text has 3
+ * content words or more and one each that the other lacks.
+ */
+export function replacedReordered(a: TextInfo, b: TextInfo): string | null {
+  const content = (t: TextInfo) => t.words.map(bare).filter((w) => !DETERMINERS.has(w) && !FUNCTION_WORDS.has(w) && !AUXILIARIES.has(w));
+  const x = content(a);
+  const y = content(b);
+  if (x.length < 3 || y.length < 3) return null;
+  const onlyX = x.filter((w) => count(x, w) > count(y, w));
+  const onlyY = y.filter((w) => count(y, w) > count(x, w));
+  if (onlyX.length !== 1 || onlyY.length !== 1) return null;
+  const wx = onlyX[0] as string;
+  const wy = onlyY[0] as string;
+  if (POINTING.has(wx) || POINTING.has(wy)) return null;
+  return replacedPair(wx, wy) || (kinPair(wx, wy) && kinWords(wx, wy, []) !== null) ? `${wx}/${wy}` : null;
+}
+
+/** An ordinal that ranks: "second" in "the second highest salary" (not "first": "the first largest"). */
+const RANK = /^(?:second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|nth|(?!1st$)\d+(?:st|nd|rd|th))$/;
+/** A superlative: "highest", "largest", "most", "best". */
+const SUPERLATIVE = /^(?:\p{L}{2,}est|most|least|best|worst)$/u;
+
+/** The superlatives a text ranks ("second highest" → "highest") and those it names without a rank. */
+function superlatives(words: readonly string[]): { ranked: Map<string, string>; bare: Set<string> } {
+  const ranked = new Map<string, string>();
+  const bare = new Set<string>();
+  words.forEach((w, i) => {
+    if (!SUPERLATIVE.test(w)) return;
+    const before = words[i - 1] ?? '';
+    if (RANK.test(before)) ranked.set(w, before);
+    else bare.add(w);
+  });
+  return { ranked, bare };
+}
+
+/**
+ * One text ranks a superlative that the other asks for unranked: "SQL query to find the second
+ * highest salary" / "… the highest salary" (0.99), "the third largest country" / "the largest
+ * country". Another rank on both sides is a thing of the sets ("second" / "third").
+ */
+export function otherRank(a: TextInfo, b: TextInfo): string | null {
+  const x = superlatives(a.words);
+  const y = superlatives(b.words);
+  for (const [w, rank] of x.ranked) if (y.bare.has(w) && !y.ranked.has(w)) return `${rank} ${w}/${w}`;
+  for (const [w, rank] of y.ranked) if (x.bare.has(w) && !x.ranked.has(w)) return `${w}/${rank} ${w}`;
+  return null;
+}
+
+/** The sets of units one converts between: lengths, temperatures, weights, volumes, spoons, money. */
+const UNIT_SETS = new Set(['km', 'celsius', 'kg', 'liter', 'teaspoon', 'dollar'].map((w) => (MEMBERS.get(w) as { set: number }[])[0]?.set));
+/** Words that lead from the unit converted to the unit asked for: "5 miles to km", "100 f in celsius". */
+const INTO = new Set(['to', 'into', 'in', 'as']);
+
+/** The units of a text, in order, with each one's sets and members: "5 miles to km" → mile, km. */
+function unitsOf(words: readonly string[]): { at: number; of: { set: number; member: number }[] }[] {
+  const out: { at: number; of: { set: number; member: number }[] }[] = [];
+  words.forEach((w, at) => {
+    const of = member(w)?.filter((m) => UNIT_SETS.has(m.set));
+    if (of && of.length > 0) out.push({ at, of });
+  });
+  return out;
+}
+
+/**
+ * What a text converts, as "set:from:to" of two units of one set: "how many km is 5 miles" and
+ * "5 miles in km" convert miles to km, "Convert 5 kilometers to miles" and "km to miles" km to
+ * miles. "How many" (or "how much") names the unit asked for, the next unit of its set the one
+ * converted; otherwise the first unit, then "to", "into", "in" or "as", then the other. Null when
+ * the text names no such two units, or compares them ("the difference between km and miles").
+ */
+function conversionOf(t: TextInfo): string | null {
+  const w = t.words;
+  if (w.some((v) => COMPARISON.has(v))) return null;
+  const units = unitsOf(w);
+  for (let i = 0; i < units.length; i++) {
+    const u = units[i] as (typeof units)[number];
+    // "how many km", "how many degrees celsius".
+    const before = w[u.at - 1] === 'degrees' ? u.at - 1 : u.at;
+    const howMany = w[before - 2] === 'how' && HOW_MANY.has(w[before - 1] as string);
+    for (let j = i + 1; j < units.length; j++) {
+      const v = units[j] as (typeof units)[number];
+      const pair = u.of.flatMap((p) => v.of.filter((q) => q.set === p.set && q.member !== p.member).map((q) => [p, q] as const))[0];
+      if (!pair) continue;
+      const [p, q] = pair;
+      if (howMany) return `${p.set}:${q.member}:${p.member}`;
+      if (w.slice(u.at + 1, v.at).some((x) => INTO.has(x))) return `${p.set}:${p.member}:${q.member}`;
+      return null;
+    }
+  }
+  return null;
+}
+
+/**
+ * Two texts that convert between the same two units, the other way round, however each puts it:
+ * "how many km is 5 miles" / "Convert 5 kilometers to miles" (0.94), "celsius to fahrenheit" /
+ * "how many degrees celsius is 100 fahrenheit". The same words around a swap are `swappedRoles`'s.
+ */
+export function otherDirection(a: TextInfo, b: TextInfo): string | null {
+  const x = conversionOf(a);
+  const y = conversionOf(b);
+  if (x === null || y === null) return null;
+  const [set, from, to] = x.split(':').map(Number) as [number, number, number];
+  return y === `${set}:${to}:${from}`
+    ? `${firstSpelling(set, from)} to ${firstSpelling(set, to)}/${firstSpelling(set, to)} to ${firstSpelling(set, from)}`
+    : null;
 }

@@ -117,9 +117,10 @@ const meets = (x: Set<string>, y: Set<string>): boolean => {
  * "sonnet", "anxiety" / "depression"). Null when they may say the same: forms of one lemma
  * ("roses" / "rose"), words that share a sense in any part of speech ("fall" / "autumn", "hard" /
  * "difficult"), one a kind of the other ("vegan" / "vegetarian", "fridge" / "freezer"), or a word
- * WordNet does not list. Numbers are another check's.
+ * WordNet does not list. Numbers are another check's. Antonyms count only in the parts of speech
+ * `antonymsIn` names (all by default).
  */
-export function kinWords(x: string, y: string): 'antonyms' | 'siblings' | null {
+export function kinWords(x: string, y: string, antonymsIn: readonly Pos[] = POS): 'antonyms' | 'siblings' | null {
   if (x === y || /\d/.test(x) || /\d/.test(y)) return null;
   let found: 'antonyms' | 'siblings' | null = null;
   for (const pos of POS) {
@@ -133,7 +134,7 @@ export function kinWords(x: string, y: string): 'antonyms' | 'siblings' | null {
         const ky = kinOf(ly, pos);
         if (ky === null) continue;
         if (meets(kx.all, ky.all) || meets(kx.all, ky.up) || meets(ky.all, kx.up)) return null;
-        if (meets(kx.anti, ky.top) || meets(ky.anti, kx.top)) found ??= 'antonyms';
+        if ((meets(kx.anti, ky.top) || meets(ky.anti, kx.top)) && antonymsIn.includes(pos)) found ??= 'antonyms';
         else if (meets(kx.up, ky.up)) found ??= 'siblings';
       }
     }

@@ -426,6 +426,20 @@ describe('POST /api/v1/check', () => {
     await miss(['how to tie a full windsor knot', 'How do I tie a full Windsor knot?'], 'how to tie a half windsor knot');
   });
 
+  test('a word of a pair among the same words in another order, a ranked superlative and a conversion the other way are other requests', async () => {
+    const miss = async (stored: string, query: string) => {
+      const namespace = `other-${Math.random()}`;
+      await t.post('/api/v1/store', { messages: [user(stored)], answer: stored, model: 'gpt-4o', namespace }, key);
+      const res = (await t.post('/api/v1/check', { messages: [user(query)], namespace, similarity_threshold: 0 }, key)).json();
+      assert.equal(res.cache_hit, false, `${query}: ${JSON.stringify(res)}`);
+      assert.equal(res.search_results.closest_match_score, 0);
+    };
+    // Served at 0.96, 0.99 and 0.94 before.
+    await miss('python write a list to a csv file', 'python read csv file into a list');
+    await miss('SQL query to find the highest salary', 'SQL query to find the second highest salary');
+    await miss('Convert 5 kilometers to miles.', 'how many km is 5 miles');
+  });
+
   test('another request behind the served entry is no rival to it: its score is as when alone', async () => {
     const namespace = `rival-${Math.random()}`;
     const check = { messages: [user('How do I sort a list in descending order in Python?')], namespace, similarity_threshold: 0 };
