@@ -93,7 +93,7 @@ describe('swappedRoles', () => {
     // Longer things and longer words between, articles and possessives aside.
     assert.equal(swapped('first train from Boston to New York', 'first train from New York to Boston'), 'boston to new york');
     assert.equal(swapped('20 is what percent of 80?', '80 is what percent of 20?'), '20 is what percent of 80');
-    assert.equal(swapped('how to convert an int to a string in java', 'how to convert a string to an int in java'), 'int to string');
+    assert.equal(swapped('how to convert an int to a string in java', 'how to convert a string to an int in java'), 'integer to string');
     assert.equal(swapped('a polite email from a teacher to a parent', 'a polite email from a parent to the teacher'), 'teacher to parent');
     assert.equal(swapped('how many US dollars is 500 euros', 'how many euros is 500 US dollars'), 'us dollar is 500 euro');
   });
@@ -128,6 +128,8 @@ describe('swappedRoles', () => {
     assert.equal(swapped('Convert 10 miles to km', 'Convert 10 kilometers to miles'), 'mile to km');
     assert.equal(swapped('100 USD to EUR', '100 euros to dollars'), 'dollar to euro');
     assert.equal(swapped('Replace tabs with spaces', 'replace spaces with tabs'), 'tabs with spaces');
+    // Spellings of one thing of the pairs that count only as the one word replaced: "int" is "integer".
+    assert.equal(swapped('How to convert an integer to a string in Java', 'How to convert string to int in Java'), 'integer to string');
   });
 });
 

@@ -752,10 +752,18 @@ function firstSpelling(set: number, member: number): string {
   return ((SETS[set] as readonly (readonly string[])[])[member] as readonly string[])[0] as string;
 }
 
-/** The first spelling of the thing a word names in the sets, or the word itself. */
-function spelling(word: string): string {
+/**
+ * The first spelling of the thing a word names in the sets, or in `REPLACED` as written ("int" is
+ * "integer": "convert an integer to a string" / "convert string to int" swap two things), or the
+ * word itself.
+ */
+function swapSpelling(word: string): string {
   const hit = member(word)?.[0];
-  return hit ? firstSpelling(hit.set, hit.member) : word;
+  if (hit) return firstSpelling(hit.set, hit.member);
+  const replaced = REPLACED_MEMBERS.get(word)?.[0];
+  return replaced
+    ? (((REPLACED[replaced.set] as readonly (readonly string[])[])[replaced.member] as readonly string[])[0] as string)
+    : word;
 }
 
 /** Words that look like an inflection of a set's word and are not ("mind", "mining", "seconds"). */
@@ -887,8 +895,8 @@ function holds(x: readonly string[], p: readonly string[], m: readonly string[],
  */
 export function swappedRoles(a: TextInfo, b: TextInfo): string | null {
   // Spellings of one thing read as one: "10 miles to km" / "10 kilometres to miles".
-  const x = a.words.filter((w) => !DETERMINERS.has(w)).map(spelling);
-  const y = b.words.filter((w) => !DETERMINERS.has(w)).map(spelling);
+  const x = a.words.filter((w) => !DETERMINERS.has(w)).map(swapSpelling);
+  const y = b.words.filter((w) => !DETERMINERS.has(w)).map(swapSpelling);
   if (x.some((w) => COMPARISON.has(w)) || y.some((w) => COMPARISON.has(w))) return null;
   const ordered = x.some((w) => ORDERED_WITH.has(w)) || y.some((w) => ORDERED_WITH.has(w));
   const joins = (w: string) => CONNECTORS.has(w) && !(w === 'with' && ordered);
@@ -1333,6 +1341,22 @@ function movedParticle(x: readonly string[], y: readonly string[]): string | nul
   return restX.every((w, i) => w === restY[i]) ? `${wx}/${wy}` : null;
 }
 
+/**
+ * Memoised per text, as a stored text's analysis is: the checks below read the same stored text
+ * against every query it is a candidate for.
+ */
+function memoised<T>(read: (t: TextInfo) => T): (t: TextInfo) => T {
+  const memo = new WeakMap<TextInfo, T>();
+  return (t) => {
+    let v = memo.get(t);
+    if (v === undefined && !memo.has(t)) memo.set(t, (v = read(t)));
+    return v as T;
+  };
+}
+
+/** A text's words without function words, articles and possessives, in order. */
+const contentWords = memoised((t) => t.words.map(bare).filter((w) => !DETERMINERS.has(w) && !FUNCTION_WORDS.has(w) && !AUXILIARIES.has(w)));
+
 /** Words that point rather than name: "are there still nazis" / "are the nazis still here". */
 const POINTING = new Set(['here', 'there']);
 
@@ -1347,12 +1371,21 @@ const POINTING = new Set(['here', 'there']);
  * content words or more and one each that the other lacks.
  */
 export function replacedReordered(a: TextInfo, b: TextInfo): string | null {
-  const content = (t: TextInfo) => t.words.map(bare).filter((w) => !DETERMINERS.has(w) && !FUNCTION_WORDS.has(w) && !AUXILIARIES.has(w));
-  const x = content(a);
-  const y = content(b);
-  if (x.length < 3 || y.length < 3) return null;
-  const onlyX = x.filter((w) => count(x, w) > count(y, w));
-  const onlyY = y.filter((w) => count(y, w) > count(x, w));
+  const x = contentWords(a);
+  const y = contentWords(b);
+  // One word each that the other lacks, and the rest the same: as many words.
+  if (x.length < 3 || x.length !== y.length) return null;
+  // How many more times each word is in the first text than in the second.
+  const more = new Map<string, number>();
+  for (const w of x) more.set(w, (more.get(w) ?? 0) + 1);
+  for (const w of y) more.set(w, (more.get(w) ?? 0) - 1);
+  const onlyX: string[] = [];
+  const onlyY: string[] = [];
+  for (const [w, n] of more) {
+    if (n > 0) onlyX.push(w);
+    if (n < 0) onlyY.push(w);
+    if (n > 1 || n < -1 || onlyX.length > 1 || onlyY.length > 1) return null;
+  }
   if (onlyX.length !== 1 || onlyY.length !== 1) return null;
   const wx = onlyX[0] as string;
   const wy = onlyY[0] as string;
@@ -1366,7 +1399,8 @@ const RANK = /^(?:second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|nth
 const SUPERLATIVE = /^(?:\p{L}{2,}est|most|least|best|worst)$/u;
 
 /** The superlatives a text ranks ("second highest" → "highest") and those it names without a rank. */
-function superlatives(words: readonly string[]): { ranked: Map<string, string>; bare: Set<string> } {
+const superlatives = memoised((t): { ranked: Map<string, string>; bare: Set<string> } => {
+  const words = t.words;
   const ranked = new Map<string, string>();
   const bare = new Set<string>();
   words.forEach((w, i) => {
@@ -1376,7 +1410,7 @@ function superlatives(words: readonly string[]): { ranked: Map<string, string>; 
     else bare.add(w);
   });
   return { ranked, bare };
-}
+});
 
 /**
  * One text ranks a superlative that the other asks for unranked: "SQL query to find the second
@@ -1384,8 +1418,8 @@ function superlatives(words: readonly string[]): { ranked: Map<string, string>; 
  * country". Another rank on both sides is a thing of the sets ("second" / "third").
  */
 export function otherRank(a: TextInfo, b: TextInfo): string | null {
-  const x = superlatives(a.words);
-  const y = superlatives(b.words);
+  const x = superlatives(a);
+  const y = superlatives(b);
   for (const [w, rank] of x.ranked) if (y.bare.has(w) && !y.ranked.has(w)) return `${rank} ${w}/${w}`;
   for (const [w, rank] of y.ranked) if (x.bare.has(w) && !x.ranked.has(w)) return `${w}/${rank} ${w}`;
   return null;
@@ -1393,6 +1427,8 @@ export function otherRank(a: TextInfo, b: TextInfo): string | null {
 
 /** The sets of units one converts between: lengths, temperatures, weights, volumes, spoons, money. */
 const UNIT_SETS = new Set(['km', 'celsius', 'kg', 'liter', 'teaspoon', 'dollar'].map((w) => (MEMBERS.get(w) as { set: number }[])[0]?.set));
+/** The spellings of the units of `UNIT_SETS`. */
+const UNIT_SPELLINGS = new Set(SETS.filter((_, i) => UNIT_SETS.has(i)).flatMap((set) => set.flat()));
 /** Words that lead from the unit converted to the unit asked for: "5 miles to km", "100 f in celsius". */
 const INTO = new Set(['to', 'into', 'in', 'as']);
 
@@ -1400,6 +1436,8 @@ const INTO = new Set(['to', 'into', 'in', 'as']);
 function unitsOf(words: readonly string[]): { at: number; of: { set: number; member: number }[] }[] {
   const out: { at: number; of: { set: number; member: number }[] }[] = [];
   words.forEach((w, at) => {
+    // Most words are no unit: only a spelling of one, or its plural, is looked up in the sets.
+    if (!UNIT_SPELLINGS.has(w) && !UNIT_SPELLINGS.has(w.replace(/s$/, '')) && !UNIT_SPELLINGS.has(w.replace(/es$/, ''))) return;
     const of = member(w)?.filter((m) => UNIT_SETS.has(m.set));
     if (of && of.length > 0) out.push({ at, of });
   });
@@ -1413,7 +1451,7 @@ function unitsOf(words: readonly string[]): { at: number; of: { set: number; mem
  * converted; otherwise the first unit, then "to", "into", "in" or "as", then the other. Null when
  * the text names no such two units, or compares them ("the difference between km and miles").
  */
-function conversionOf(t: TextInfo): string | null {
+const conversionOf = memoised((t: TextInfo): string | null => {
   const w = t.words;
   if (w.some((v) => COMPARISON.has(v))) return null;
   const units = unitsOf(w);
@@ -1433,7 +1471,7 @@ function conversionOf(t: TextInfo): string | null {
     }
   }
   return null;
-}
+});
 
 /**
  * Two texts that convert between the same two units, the other way round, however each puts it:
