@@ -4,6 +4,7 @@ import {
   contrastingWords,
   differentQuantities,
   differentRequest,
+  negated,
   otherDirection,
   otherNames,
   otherRank,
@@ -224,6 +225,9 @@ describe('otherNames', () => {
     // With capitals on the names, where the texts are the same words but for a stretch of a few.
     assert.equal(names('What did Albert Einstein discover?', 'What did Isaac Newton discover?'), 'albert/isaac');
     assert.equal(names('Flights from Paris to rome', 'Flights from Paris to Milan'), 'rome/milan');
+    // One word for another: a name of any kind, as the lexicon files "sydney" and "houston" as people.
+    assert.equal(names('time difference between london and tokyo', 'time difference between london and sydney'), 'tokyo/sydney');
+    assert.equal(names('weather in houston tomorrow', 'weather in dallas tomorrow'), 'houston/dallas');
     assert.equal(
       names(
         'What is the capital city of Australia? One word answer, no punctuation.',
@@ -263,6 +267,7 @@ describe('otherNames', () => {
     assert.equal(names('capital gains tax in calif', 'capital gains tax in california'), null);
     // A person on one side and a place on the other are not two of a kind.
     assert.equal(names('restaurants in lisbon', 'restaurants opened by james'), null);
+    assert.equal(names("south africa's mandela taken to hospital", 'nelson mandela taken to hospital'), null);
     // "mark" and "chase" are words of the tokenizer's vocabulary: common words as often as names.
     assert.equal(names('mark the email as read', 'chase the email as read'), null);
   });
@@ -279,6 +284,7 @@ describe('replacedWord', () => {
     assert.equal(replaced('convert a list to a string in python', 'convert a list to a set in python'), 'string/set');
     assert.equal(replaced('check if a number is even', 'check if a number is odd'), 'even/odd');
     assert.equal(replaced('how to add a column in pandas', 'how to drop a column in pandas'), 'add/drop');
+    assert.equal(replaced('SQL left join example', 'SQL inner join example'), 'left/inner');
     // Function words that differ beside it do not hide it.
     assert.equal(replaced('how to sign in to gmail', 'how to sign out of gmail'), 'in/out');
     // Any language of the set against English.
@@ -395,6 +401,24 @@ describe('otherDirection', () => {
     assert.equal(direction('what is the difference between km and miles', 'miles to km'), null);
     assert.equal(direction('how far is 5 km', 'how long is 5 miles'), null);
     assert.equal(direction('convert 5 kg to pounds', 'convert 5 km to miles'), null);
+  });
+});
+
+describe('negated', () => {
+  const negation = (a: string, b: string) => negated(analyse(a), analyse(b));
+
+  test('the same words but for a negation', () => {
+    assert.equal(negation('Excel formula to count cells that are not blank', 'Excel formula to count cells that are blank'), 'not added');
+    assert.equal(negation('Why is the sky blue?', "Why isn't the sky blue?"), 'not added');
+    assert.equal(negation('git ignore a file', "git don't ignore a file"), 'not added');
+    assert.equal(negation('You should do it.', 'You should never do it.'), 'never added');
+  });
+
+  test('no difference: both negated, other words that differ, a contraction written out', () => {
+    assert.equal(negation("What should I do if I can't sleep?", 'What should I do if I cannot sleep?'), null);
+    assert.equal(negation("why can't I sleep", 'why am I not able to sleep'), null);
+    assert.equal(negation('how to check if a file exists', 'how to check if a file does not exist'), null);
+    assert.equal(negation('is it not safe to swim after eating', 'is it safe to swim after eating a meal'), null);
   });
 });
 

@@ -12,7 +12,8 @@ import { kinWords } from './wordnet.ts';
  * "badminton"), or the same content words in another order but for such a word
  * (`replacedReordered`), rank a superlative the other leaves unranked (`otherRank`: "the second
  * highest salary" / "the highest salary"), convert between two units the other way round
- * (`otherDirection`), or open with other question words (`otherQuestion`: "when" / "where"). The
+ * (`otherDirection`), add a negation to the same words (`negated`), or open with other question
+ * words (`otherQuestion`: "when" / "where"). The
  * hit decision's cheap checks that a vector and a small model weigh too lightly: "sort ascending" /
  * "sort descending" scored 0.99.
  */
@@ -30,6 +31,7 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
     replacedReordered(a, b) ??
     otherRank(a, b) ??
     otherDirection(a, b) ??
+    negated(a, b) ??
     otherQuestion(a, b)
   );
 }
@@ -353,16 +355,22 @@ const named = (name: string, words: Set<string>): boolean =>
  */
 export function otherNames(a: TextInfo, b: TextInfo, however = false): string | null {
   if (!however && !a.sentenceCase && !b.sentenceCase && !oneStretchApart(a, b)) return null;
+  const [start, end] = sharedEnds(a.words, b.words);
+  const oneWord = a.words.length === b.words.length && start + end === a.words.length - 1;
   // The second text first: a stored candidate's names are remembered, and most name nothing.
   const { names: y, words: yWords } = namesOf(b);
   if (y.size === 0) return null;
   const { names: x, words: xWords } = namesOf(a);
   if (x.size === 0) return null;
   // The first name of each kind that only the second text has: one pass over each.
-  const onlyB = new Map<NameKind, string>();
-  for (const [name, kind] of y) if (!onlyB.has(kind) && !named(name, xWords)) onlyB.set(kind, name);
+  // Where the texts are the same words but for one, a name of any kind for another: the lexicon
+  // files some cities as people ("sydney", "austin"): "time difference between london and tokyo" /
+  // "… and sydney".
+  const kindOf = (kind: NameKind) => (oneWord ? 'any' : kind);
+  const onlyB = new Map<string, string>();
+  for (const [name, kind] of y) if (!onlyB.has(kindOf(kind)) && !named(name, xWords)) onlyB.set(kindOf(kind), name);
   for (const [name, kind] of x) {
-    const other = onlyB.get(kind);
+    const other = onlyB.get(kindOf(kind));
     if (other !== undefined && !named(name, yWords)) return `${name}/${other}`;
   }
   return null;
@@ -1157,6 +1165,8 @@ export function differentQuantities(a: Map<string, Set<string>>, b: Map<string, 
  */
 const REPLACED: readonly (readonly (readonly string[])[])[] = [
   [['left'], ['right']],
+  // Joins of SQL: "sql left join example" / "sql inner join example".
+  [['inner'], ['outer'], ['left'], ['right'], ['full'], ['cross']],
   [['up'], ['down']],
   [['in', 'into'], ['out']],
   [['on'], ['off']],
@@ -1486,4 +1496,27 @@ export function otherDirection(a: TextInfo, b: TextInfo): string | null {
   return y === `${set}:${to}:${from}`
     ? `${firstSpelling(set, from)} to ${firstSpelling(set, to)}/${firstSpelling(set, to)} to ${firstSpelling(set, from)}`
     : null;
+}
+
+/** Words that negate what follows them. */
+const NEGATING = new Set(['not', 'no', 'never']);
+/** Verbs that carry a negation without saying anything of their own: "do not ignore" is "not ignore". */
+const DO = new Set(['do', 'does', 'did']);
+
+/**
+ * The negation one text adds to the other's words: the same words in the same order (contractions
+ * written out, articles left out) but for "not", "no" or "never" (with a "do" before it):
+ * "Excel formula to count cells that are not blank" / "… that are blank" (0.98), "git don't ignore
+ * a file" / "git ignore a file". Null when the shorter text negates anything itself.
+ */
+export function negated(a: TextInfo, b: TextInfo): string | null {
+  const x = a.canonical.split(' ').filter((w) => w !== '' && !DETERMINERS.has(w));
+  const y = b.canonical.split(' ').filter((w) => w !== '' && !DETERMINERS.has(w));
+  const [long, short] = x.length > y.length ? [x, y] : [y, x];
+  const more = long.length - short.length;
+  if (more < 1 || more > 2 || short.some((w) => NEGATING.has(w))) return null;
+  const isShort = (words: string[]) => words.length === short.length && words.every((w, i) => w === short[i]);
+  const bare = long.filter((w) => !NEGATING.has(w));
+  const undone = long.filter((w, i) => !NEGATING.has(w) && !(DO.has(w) && NEGATING.has(long[i + 1] as string)));
+  return isShort(bare) || isShort(undone) ? `${long.find((w) => NEGATING.has(w))} added` : null;
 }

@@ -426,7 +426,7 @@ describe('POST /api/v1/check', () => {
     await miss(['how to tie a full windsor knot', 'How do I tie a full Windsor knot?'], 'how to tie a half windsor knot');
   });
 
-  test('a word of a pair among the same words in another order, a ranked superlative and a conversion the other way are other requests', async () => {
+  test('a word of a pair among the same words in another order, a ranked superlative, a conversion the other way and a negation added are other requests', async () => {
     const miss = async (stored: string, query: string) => {
       const namespace = `other-${Math.random()}`;
       await t.post('/api/v1/store', { messages: [user(stored)], answer: stored, model: 'gpt-4o', namespace }, key);
@@ -438,6 +438,8 @@ describe('POST /api/v1/check', () => {
     await miss('python write a list to a csv file', 'python read csv file into a list');
     await miss('SQL query to find the highest salary', 'SQL query to find the second highest salary');
     await miss('Convert 5 kilometers to miles.', 'how many km is 5 miles');
+    // A negation added: 0.98.
+    await miss('Excel formula to count cells that are blank', 'Excel formula to count cells that are not blank');
   });
 
   test('another request behind the served entry is no rival to it: its score is as when alone', async () => {
