@@ -48,7 +48,11 @@ for (const [name, make] of [
         if (res[0]?.id === i) found++;
         assert.ok(res.length === 3 && (res[0]?.cosine ?? 0) >= (res[1]?.cosine ?? 0));
       }
-      assert.equal(found, Math.ceil(400 / 7));
+      // Brute force is exact. An HNSW graph is approximate, and usearch builds it on several threads,
+      // so not the same way twice: under a loaded machine it has missed 1 of these 58.
+      const queries = Math.ceil(400 / 7);
+      if (name === 'brute force') assert.equal(found, queries);
+      else assert.ok(found >= Math.floor(queries * 0.95), `${found} of ${queries} found`);
       assert.equal(index.size, 400);
     });
 
