@@ -228,6 +228,12 @@ describe('otherNames', () => {
     // One word for another: a name of any kind, as the lexicon files "sydney" and "houston" as people.
     assert.equal(names('time difference between london and tokyo', 'time difference between london and sydney'), 'tokyo/sydney');
     assert.equal(names('weather in houston tomorrow', 'weather in dallas tomorrow'), 'houston/dallas');
+    // Cities the lexicon files as people are places too, in other words around them.
+    assert.equal(
+      names("What's the time difference between London and Tokyo?", 'time difference between london and sydney'),
+      'tokyo/sydney',
+    );
+    assert.equal(names('best bbq in austin', 'where to eat bbq in dallas tonight'), 'austin/dallas');
     assert.equal(
       names(
         'What is the capital city of Australia? One word answer, no punctuation.',

@@ -262,6 +262,20 @@ const SAME_NAME = new Map(
 const COUNTRY_ABBREVIATIONS = ['uk', 'nz', 'uae'];
 /** Words before "america" that make it a continent, not the USA. */
 const CONTINENT = new Set(['south', 'north', 'latin', 'central']);
+/**
+ * Cities, states and countries that compromise's lexicon lacks or files only as people or last
+ * names ("sydney", "houston", "austin", "victoria", "jordan", "chad"), from a check of about 300
+ * cities, the states of the USA and the countries against it. Those it files as people are read as
+ * both: "weather in houston" / "weather in dallas", "how old is sydney sweeney" / "how old is
+ * zendaya".
+ */
+const ALSO_PLACES = new Set(
+  (
+    'santiago houston alexandria sydney adelaide austin orlando charlotte florence sofia victoria lincoln madison ' +
+    'jackson savannah virginia chad jordan laos philippines pune fukuoka columbus cincinnati minneapolis tampa ' +
+    'casablanca marrakech charleston tucson omaha louisville'
+  ).split(' '),
+);
 /** Names of up to this many words are read. */
 const NAME_WORDS = 4;
 /**
@@ -285,6 +299,9 @@ const { NAMES, NAME_STARTS } = (() => {
   }
   // Countries the lexicon holds only by their full names.
   for (const short of COUNTRY_ABBREVIATIONS) names.set(short, 'place');
+  // Places the lexicon lacks, or files only as people ("sydney", "houston", "jordan"): those are
+  // read as both (`ALSO_PLACES`).
+  for (const place of ALSO_PLACES) if (!names.has(place)) names.set(place, 'place');
   return { NAMES: names as ReadonlyMap<string, NameKind>, NAME_STARTS: starts as ReadonlySet<string> };
 })();
 
@@ -366,12 +383,18 @@ export function otherNames(a: TextInfo, b: TextInfo, however = false): string | 
   // Where the texts are the same words but for one, a name of any kind for another: the lexicon
   // files some cities as people ("sydney", "austin"): "time difference between london and tokyo" /
   // "… and sydney".
-  const kindOf = (kind: NameKind) => (oneWord ? 'any' : kind);
+  const kindsOf = (name: string, kind: NameKind): string[] => (oneWord ? ['any'] : ALSO_PLACES.has(name) ? [kind, 'place'] : [kind]);
   const onlyB = new Map<string, string>();
-  for (const [name, kind] of y) if (!onlyB.has(kindOf(kind)) && !named(name, xWords)) onlyB.set(kindOf(kind), name);
+  for (const [name, kind] of y) {
+    if (named(name, xWords)) continue;
+    for (const k of kindsOf(name, kind)) if (!onlyB.has(k)) onlyB.set(k, name);
+  }
   for (const [name, kind] of x) {
-    const other = onlyB.get(kindOf(kind));
-    if (other !== undefined && !named(name, yWords)) return `${name}/${other}`;
+    if (named(name, yWords)) continue;
+    for (const k of kindsOf(name, kind)) {
+      const other = onlyB.get(k);
+      if (other !== undefined) return `${name}/${other}`;
+    }
   }
   return null;
 }
