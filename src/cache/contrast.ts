@@ -1,6 +1,6 @@
 import nlp from 'compromise/two';
 import { AUXILIARIES, opensQuestion, rarity, sharedEnds, UNSEEN, type TextInfo } from './features.ts';
-import { kinWords } from './wordnet.ts';
+import { kinWords, type Pos } from './wordnet.ts';
 
 /**
  * Why two requests that embed alike ask different things, or null: they name different things of
@@ -317,19 +317,26 @@ function spellingAt(words: readonly string[], i: number): string {
 }
 
 /**
+ * What `read` makes of a text, kept for as long as its analysis is: a stored text is read against
+ * every query it is a candidate for.
+ */
+function memoised<T>(read: (t: TextInfo) => T): (t: TextInfo) => T {
+  const memo = new WeakMap<TextInfo, T>();
+  return (t) => {
+    let v = memo.get(t);
+    if (v === undefined && !memo.has(t)) memo.set(t, (v = read(t)));
+    return v as T;
+  };
+}
+
+/**
  * The names of a text with their kind, each under one spelling: a name of several words and the
  * names among its words ("barack obama" and "obama"). One-word names that are whole pieces of the
  * tokenizer's vocabulary are left out, as they are as often common words ("mark", "grant",
  * "chase", "jersey"). With them, in one pass, the text's words under one spelling and its names:
  * where another text's names are looked for.
  */
-function namesOf(t: TextInfo): { names: Map<string, NameKind>; words: Set<string> } {
-  let found = READ_NAMES.get(t);
-  if (!found) READ_NAMES.set(t, (found = readNames(t)));
-  return found;
-}
-/** A text's names, kept for as long as its analysis is: a stored text is compared with many queries. */
-const READ_NAMES = new WeakMap<TextInfo, { names: Map<string, NameKind>; words: Set<string> }>();
+const namesOf = memoised(readNames);
 
 function readNames(t: TextInfo): { names: Map<string, NameKind>; words: Set<string> } {
   const names = new Map<string, NameKind>();
@@ -371,8 +378,8 @@ const named = (name: string, words: Set<string>): boolean =>
  * (`oneStretchApart`).
  */
 export function otherNames(a: TextInfo, b: TextInfo, however = false): string | null {
-  if (!however && !a.sentenceCase && !b.sentenceCase && !oneStretchApart(a, b)) return null;
   const [start, end] = sharedEnds(a.words, b.words);
+  if (!however && !a.sentenceCase && !b.sentenceCase && !oneStretchApart(a, b, start, end)) return null;
   const oneWord = a.words.length === b.words.length && start + end === a.words.length - 1;
   // The second text first: a stored candidate's names are remembered, and most name nothing.
   const { names: y, words: yWords } = namesOf(b);
@@ -404,13 +411,13 @@ const STRETCH_WORDS = 3;
 const AROUND_WORDS = 3;
 
 /**
- * Whether two texts are the same words but for one stretch of a few ("What is the capital city of
+ * Whether two texts, sharing `start` words at their start and then `end` at their end
+ * (`sharedEnds`), are the same words but for one stretch of a few ("What is the capital city of
  * Australia?" / "… of Austria?"): there a name differs in what is asked, however it is written.
  * Texts with capitals on their names are otherwise left to the model, as news sentences name one
  * person or place two ways.
  */
-function oneStretchApart(a: TextInfo, b: TextInfo): boolean {
-  const [start, end] = sharedEnds(a.words, b.words);
+function oneStretchApart(a: TextInfo, b: TextInfo, start: number, end: number): boolean {
   return start + end >= AROUND_WORDS && a.words.length - start - end <= STRETCH_WORDS && b.words.length - start - end <= STRETCH_WORDS;
 }
 
@@ -778,9 +785,9 @@ function membersOf(sets: readonly (readonly (readonly string[])[])[]): Map<strin
 }
 const MEMBERS = membersOf(SETS);
 
-/** The first spelling of a thing of the sets. */
-function firstSpelling(set: number, member: number): string {
-  return ((SETS[set] as readonly (readonly string[])[])[member] as readonly string[])[0] as string;
+/** The first spelling of a thing of the sets (or of another table of them, `REPLACED`). */
+function firstSpelling(set: number, member: number, sets = SETS): string {
+  return ((sets[set] as readonly (readonly string[])[])[member] as readonly string[])[0] as string;
 }
 
 /**
@@ -792,9 +799,7 @@ function swapSpelling(word: string): string {
   const hit = member(word)?.[0];
   if (hit) return firstSpelling(hit.set, hit.member);
   const replaced = REPLACED_MEMBERS.get(word)?.[0];
-  return replaced
-    ? (((REPLACED[replaced.set] as readonly (readonly string[])[])[replaced.member] as readonly string[])[0] as string)
-    : word;
+  return replaced ? firstSpelling(replaced.set, replaced.member, REPLACED) : word;
 }
 
 /** Words that look like an inflection of a set's word and are not ("mind", "mining", "seconds"). */
@@ -1316,15 +1321,16 @@ function replacedPair(x: string, y: string): boolean {
 /**
  * Whether two words name different things of one kind in WordNet (`kinWords`: "tennis" /
  * "badminton", "iron" / "calcium", "boiling" / "freezing"), unless the sets call them one thing
- * ("evening" / "night") or either is a function word.
+ * ("evening" / "night") or either is a function word. Antonyms count in the parts of speech
+ * `antonymsIn` names (all by default).
  */
-function kinPair(x: string, y: string): boolean {
+function kinPair(x: string, y: string, antonymsIn?: readonly Pos[]): boolean {
   // "at" and "in" are also astatine and indium.
   if (FUNCTION_WORDS.has(x) || FUNCTION_WORDS.has(y) || AUXILIARIES.has(x) || AUXILIARIES.has(y)) return false;
   const mx = member(x);
   const my = member(y);
   if (mx && my && mx.some((p) => my.some((q) => p.set === q.set && p.member === q.member))) return false;
-  return kinWords(x, y) !== null;
+  return kinWords(x, y, antonymsIn) !== null;
 }
 
 /**
@@ -1374,19 +1380,6 @@ function movedParticle(x: readonly string[], y: readonly string[]): string | nul
   return restX.every((w, i) => w === restY[i]) ? `${wx}/${wy}` : null;
 }
 
-/**
- * Memoised per text, as a stored text's analysis is: the checks below read the same stored text
- * against every query it is a candidate for.
- */
-function memoised<T>(read: (t: TextInfo) => T): (t: TextInfo) => T {
-  const memo = new WeakMap<TextInfo, T>();
-  return (t) => {
-    let v = memo.get(t);
-    if (v === undefined && !memo.has(t)) memo.set(t, (v = read(t)));
-    return v as T;
-  };
-}
-
 /** A text's words without function words, articles and possessives, in order. */
 const contentWords = memoised((t) => t.words.map(bare).filter((w) => !DETERMINERS.has(w) && !FUNCTION_WORDS.has(w) && !AUXILIARIES.has(w)));
 
@@ -1423,7 +1416,7 @@ export function replacedReordered(a: TextInfo, b: TextInfo): string | null {
   const wx = onlyX[0] as string;
   const wy = onlyY[0] as string;
   if (POINTING.has(wx) || POINTING.has(wy)) return null;
-  return replacedPair(wx, wy) || (kinPair(wx, wy) && kinWords(wx, wy, []) !== null) ? `${wx}/${wy}` : null;
+  return replacedPair(wx, wy) || kinPair(wx, wy, []) ? `${wx}/${wy}` : null;
 }
 
 /** An ordinal that ranks: "second" in "the second highest salary" (not "first": "the first largest"). */
@@ -1539,7 +1532,7 @@ export function negated(a: TextInfo, b: TextInfo): string | null {
   const more = long.length - short.length;
   if (more < 1 || more > 2 || short.some((w) => NEGATING.has(w))) return null;
   const isShort = (words: string[]) => words.length === short.length && words.every((w, i) => w === short[i]);
-  const bare = long.filter((w) => !NEGATING.has(w));
+  const unnegated = long.filter((w) => !NEGATING.has(w));
   const undone = long.filter((w, i) => !NEGATING.has(w) && !(DO.has(w) && NEGATING.has(long[i + 1] as string)));
-  return isShort(bare) || isShort(undone) ? `${long.find((w) => NEGATING.has(w))} added` : null;
+  return isShort(unnegated) || isShort(undone) ? `${long.find((w) => NEGATING.has(w))} added` : null;
 }
