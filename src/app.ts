@@ -1,4 +1,7 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -96,6 +99,17 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     // answered 503 by the hook below, in the spec's error shape rather than Fastify's.
     return503OnClosing: false,
     logController: new RequestLog(),
+    // A whole request (headers and body) must arrive within this time; 408 after. Node looks for
+    // late requests every `connectionsCheckingInterval` ms (30 s by default).
+    requestTimeout: ctx.config.limits.requestTimeoutMs,
+    http: {
+      requestTimeout: ctx.config.limits.requestTimeoutMs,
+      headersTimeout: ctx.config.limits.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.round(ctx.config.limits.requestTimeoutMs / 4))),
+    },
+    // Requests the HTTP parser refuses (a malformed request line or header, headers over 16 KB, a
+    // request too slow to arrive) never reach Fastify's hooks: answered here in the spec's shape.
+    clientErrorHandler: (err, socket) => answerClientError(err, socket, limiter),
     // Errors met before routing (a path that is not valid percent-encoding) skip the hooks and the
     // error handler: answered here in the same shape, with the same headers as a public path.
     frameworkErrors: (err, request, routedReply) => {
@@ -125,11 +139,49 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
   app.removeContentTypeParser('text/plain');
+  // A body of any other type is refused, unless the request has no route: a path that does not
+  // exist, or a method the path does not take, is answered 404 or 405 whatever its body.
+  app.addContentTypeParser('*', (request, _payload, done) => {
+    if (request.is404) done(null, undefined);
+    else done(unsupportedMediaType(request), undefined);
+  });
   // Fastify's JSON parser refuses `__proto__` and `constructor.prototype` keys (they could
   // poison prototypes) with the same error as a syntax error; say which it was.
   const json = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    // No route to read it (404, 405), or nothing sent to a method that takes no body (a DELETE
+    // from a client that names the JSON type on every request): there is nothing to parse.
+    if (request.is404 || (bytes.length === 0 && !BODY_METHODS.has(request.method))) {
+      done(null, undefined);
+      return;
+    }
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      done(
+        new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Compressed request bodies are not accepted; send the JSON as it is', {
+          field: 'Content-Encoding',
+          expected: 'none, or identity',
+          received: describe(encoding),
+        }),
+        undefined,
+      );
+      return;
+    }
+    // Decoding invalid UTF-8 would put U+FFFD where the client's bytes were, and the entry would be
+    // stored and hashed under text the client never sent.
+    if (!isUtf8(bytes)) {
+      done(
+        new ApiError('INVALID_INPUT', 'The request body is not valid UTF-8', {
+          field: 'body',
+          expected: 'JSON encoded as UTF-8',
+          received: 'bytes that are not UTF-8',
+        }),
+        undefined,
+      );
+      return;
+    }
+    const text = bytes.toString('utf8');
     json(request, text, (err: Error | null, value?: unknown) => {
       if (err && (err as FastifyError).code === 'FST_ERR_CTP_INVALID_JSON_BODY' && isJson(text)) {
         done(
@@ -247,6 +299,69 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   return app;
 }
 
+/** Methods whose requests carry a body by their nature; another method's empty body is none. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+function unsupportedMediaType(request: FastifyRequest): ApiError {
+  return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json', {
+    field: 'Content-Type',
+    expected: 'application/json',
+    received: String(request.headers['content-type'] ?? 'nothing'),
+  });
+}
+
+/** The spec's error for a request the HTTP parser refused: too slow, headers too large, or malformed. */
+function clientFailure(err: NodeJS.ErrnoException): ApiError {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return new ApiError('REQUEST_TIMEOUT', 'The request did not arrive in time; send it whole, then wait for the answer');
+  }
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    return new ApiError('HEADERS_TOO_LARGE', 'The request line and headers are larger than the server accepts (16 KB)');
+  }
+  return new ApiError('INVALID_INPUT', 'The request is not valid HTTP/1.1', {
+    field: 'request',
+    expected: 'a valid HTTP/1.1 request line, headers and body framing',
+    received: describe(err.code ?? 'malformed'),
+  });
+}
+
+/**
+ * Answers a request the HTTP parser refused, with the caller's public bucket in the rate-limit
+ * headers, then closes the connection (what follows on it cannot be framed). Nothing is sent on a
+ * connection the client has already reset.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket, limiter: AppContext['limiter']): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  // As Node does: a response already under way on the connection is not broken into.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const failure = clientFailure(err);
+  Promise.resolve()
+    .then(() => limiter.consume(`public:${socket.remoteAddress ?? 'unknown'}`, PUBLIC_RULE))
+    .then(
+      (r): LimitResult | null => r,
+      () => null,
+    )
+    .then((r) => {
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      const body = JSON.stringify(errorBody(failure));
+      const head = [
+        `HTTP/1.1 ${failure.status} ${STATUS_CODES[failure.status] ?? ''}`,
+        'Content-Type: application/json; charset=utf-8',
+        `Content-Length: ${Buffer.byteLength(body)}`,
+        'Connection: close',
+      ];
+      if (r) head.push(`X-RateLimit-Limit: ${r.limit}`, `X-RateLimit-Remaining: ${r.remaining}`, `X-RateLimit-Reset: ${r.resetAt}`);
+      socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+    });
+}
+
 function isJson(text: string): boolean {
   try {
     JSON.parse(text);
@@ -281,13 +396,7 @@ function toApiError(err: FastifyError, request: FastifyRequest): ApiError {
         received: `${request.headers['content-length'] ?? 'more'} bytes`,
       });
     }
-    if (known.code === 'UNSUPPORTED_MEDIA_TYPE') {
-      return new ApiError(known.code, known.message, {
-        field: 'Content-Type',
-        expected: 'application/json',
-        received: String(request.headers['content-type'] ?? 'nothing'),
-      });
-    }
+    if (known.code === 'UNSUPPORTED_MEDIA_TYPE') return unsupportedMediaType(request);
     if (known.code === 'INVALID_INPUT') {
       return new ApiError(known.code, known.message, {
         field: 'body',

@@ -40,6 +40,8 @@ export interface Config {
 
 export interface InputLimits {
   bodyBytes: number;
+  /** How long a client may take to send a whole request (headers and body), in ms: 408 after. */
+  requestTimeoutMs: number;
   messages: number;
   messageChars: number;
   answerChars: number;
@@ -277,6 +279,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: logLevel(env),
     limits: {
       bodyBytes: int(env, 'REPRISE_MAX_BODY_BYTES', 1_048_576, 1024),
+      requestTimeoutMs: int(env, 'REPRISE_REQUEST_TIMEOUT_MS', 30_000, 1000),
       messages: int(env, 'REPRISE_MAX_MESSAGES', 256, 1),
       messageChars: int(env, 'REPRISE_MAX_MESSAGE_CHARS', 100_000, 1),
       answerChars: int(env, 'REPRISE_MAX_ANSWER_CHARS', 200_000, 1),

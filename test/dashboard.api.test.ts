@@ -248,6 +248,16 @@ describe('dashboard API', () => {
     const bad = await call('PUT', '/dashboard/api/settings', s, { default_threshold: 2 });
     assert.equal(bad.statusCode, 400);
     assert.equal(bad.json().error.details.field, 'default_threshold');
+    for (const body of [[], null, 'x']) {
+      const notObject = await t.app.inject({
+        method: 'PUT',
+        url: '/dashboard/api/settings',
+        payload: JSON.stringify(body),
+        headers: { cookie: s.cookie, 'x-csrf-token': s.csrf ?? '', 'content-type': 'application/json' },
+      });
+      assert.equal(notObject.statusCode, 400, JSON.stringify(body));
+      assert.equal(notObject.json().error.details.field, 'body');
+    }
     await call('PUT', '/dashboard/api/settings', s, { default_threshold: 0.85, entry_ttl_seconds: 0 });
   });
 

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate } from 'node:timers/promises';
 import type { Embedder } from '../embedding/interface.ts';
-import type { Account, Entry, EntryHead, Store, UsageDelta, VectorUpdate } from '../store/interface.ts';
+import type { Account, Entry, EntryHead, HitDelta, Store, UsageDelta, VectorUpdate } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
@@ -599,7 +599,7 @@ export class CacheService {
   }
 
   /** Hits of an entry counted on this node and not yet written. */
-  pendingHits(entryId: number): number {
+  pendingHits(entryId: number): Readonly<HitDelta> | undefined {
     return this.deps.usage.pendingHits(entryId);
   }
 

@@ -78,8 +78,8 @@ export class UsageRecorder {
   }
 
   /** Hits of an entry counted here and not yet written. */
-  pendingHits(entryId: number): number {
-    return this.hits.get(entryId)?.count ?? 0;
+  pendingHits(entryId: number): Readonly<HitDelta> | undefined {
+    return this.hits.get(entryId);
   }
 
   /** Drops unwritten hits of an entry whose answer was just replaced. */

@@ -237,7 +237,11 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     { schema: { hide: true } },
     async (request) => {
       const account = await signedIn(request);
-      const { default_threshold: t, entry_ttl_seconds: ttl } = request.body ?? {};
+      const body: unknown = request.body;
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        throw invalid('body', 'a JSON object with default_threshold and/or entry_ttl_seconds', body);
+      }
+      const { default_threshold: t, entry_ttl_seconds: ttl } = body as { default_threshold?: unknown; entry_ttl_seconds?: unknown };
       if (t !== undefined && (typeof t !== 'number' || !(t >= 0 && t <= 1))) throw invalid('default_threshold', 'a number from 0 to 1', t);
       if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 0 || ttl > 315_360_000)) {
         throw invalid('entry_ttl_seconds', 'an integer from 0 (no expiry) to 315360000', ttl);

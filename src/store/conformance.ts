@@ -226,6 +226,8 @@ export function storeConformance(
       const a = await store.createAccount('conf-expiry', 'free');
       const old = await store.putEntry(entry(a.id, { expiresAt: '2000-01-01T00:00:00.000Z' }));
       const keep = await store.putEntry(entry(a.id, { expiresAt: '2999-01-01T00:00:00.000Z' }));
+      // An expired entry is no entry to delete by id either.
+      assert.equal(await store.deleteEntry(a.id, old.publicId), null);
       const gone = await store.deleteExpired(new Date().toISOString(), 1000);
       assert.ok(gone.some((g) => g.id === old.id && g.accountId === a.id && g.contextHash === 'ctx'));
       assert.ok(!gone.some((g) => g.id === keep.id));

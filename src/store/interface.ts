@@ -190,7 +190,10 @@ export interface Store {
   getEntry(accountId: string, publicId: number): Promise<Entry | null>;
   getEntries(ids: readonly number[]): Promise<Entry[]>;
   listEntries(accountId: string, opts: EntryListOptions): Promise<EntryPage>;
-  /** Deletes an entry of the account by its public id; says which row it was, or null. */
+  /**
+   * Deletes a live entry of the account by its public id; says which row it was, or null. An
+   * expired entry is none (as for `getEntry`): it is left to `deleteExpired`.
+   */
   deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null>;
   /** Adds hits to entries: usage_count += n, last_hit_at = at. */
   recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void>;

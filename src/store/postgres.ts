@@ -553,10 +553,10 @@ export class PostgresStore implements Store {
 
   async deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null> {
     return this.tx(async (c) => {
-      const { rows } = await c.query('DELETE FROM entries WHERE account_id = $1 AND public_id = $2 RETURNING id, context_hash', [
-        accountId,
-        publicId,
-      ]);
+      const { rows } = await c.query(
+        'DELETE FROM entries WHERE account_id = $1 AND public_id = $2 AND (expires_at IS NULL OR expires_at > $3) RETURNING id, context_hash',
+        [accountId, publicId, new Date().toISOString()],
+      );
       const r = rows[0] as Row | undefined;
       if (!r) return null;
       const gone = { id: num(r.id), accountId, contextHash: String(r.context_hash) };

@@ -564,8 +564,10 @@ export class SqliteStore implements Store {
   async deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null> {
     this.entryCache.clear();
     const r = this.db
-      .prepare('DELETE FROM entries WHERE account_id = ? AND public_id = ? RETURNING id, context_hash')
-      .get(accountId, publicId) as { id: number; context_hash: string } | undefined;
+      .prepare(
+        'DELETE FROM entries WHERE account_id = ? AND public_id = ? AND (expires_at IS NULL OR expires_at > ?) RETURNING id, context_hash',
+      )
+      .get(accountId, publicId, new Date().toISOString()) as { id: number; context_hash: string } | undefined;
     return r ? { id: r.id, accountId, contextHash: r.context_hash } : null;
   }
 

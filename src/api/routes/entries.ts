@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { promptHash } from '../../cache/canonical.ts';
-import type { Entry, EntryOrder } from '../../store/interface.ts';
+import type { Entry, EntryOrder, HitDelta } from '../../store/interface.ts';
 import type { AppContext } from '../context.ts';
 import { ApiError, invalid } from '../errors.ts';
 import {
@@ -47,7 +47,15 @@ const entryListQueryDoc = {
   },
 };
 
-export function entrySummary(e: Entry, pendingHits = 0) {
+/**
+ * An entry as listed, with the hits counted on this node and not yet written (`pending`) added
+ * to its count, its mean lookup time and its last hit, when they were on its current answer.
+ */
+export function entrySummary(e: Entry, pending?: Readonly<HitDelta>) {
+  const p = pending !== undefined && pending.createdAt === e.createdAt ? pending : undefined;
+  const hits = e.usageCount + (p?.count ?? 0);
+  const lookupMs = e.lookupMsTotal + (p?.lookupMs ?? 0);
+  const lastHitAt = p !== undefined && (e.lastHitAt === null || p.at > e.lastHitAt) ? p.at : e.lastHitAt;
   return {
     id: e.publicId,
     question: e.queryText,
@@ -55,17 +63,17 @@ export function entrySummary(e: Entry, pendingHits = 0) {
     model: e.model,
     namespace: e.namespace,
     tokens: e.tokens,
-    usage_count: e.usageCount + pendingHits,
-    average_lookup_ms: e.usageCount > 0 ? Math.round((e.lookupMsTotal / e.usageCount) * 1000) / 1000 : null,
+    usage_count: hits,
+    average_lookup_ms: hits > 0 ? Math.round((lookupMs / hits) * 1000) / 1000 : null,
     created_at: e.createdAt,
-    last_hit_at: e.lastHitAt,
+    last_hit_at: lastHitAt,
     expires_at: e.expiresAt,
     cache_types: e.vector ? ['exact', 'semantic'] : ['exact'],
   };
 }
 
-export function entryDetail(e: Entry, pendingHits = 0) {
-  return { ...entrySummary(e, pendingHits), messages: e.messages, prompt_hash: promptHash(e.messages) };
+export function entryDetail(e: Entry, pending?: Readonly<HitDelta>) {
+  return { ...entrySummary(e, pending), messages: e.messages, prompt_hash: promptHash(e.messages) };
 }
 
 /** A page of an account's entries in the spec's list shape. */

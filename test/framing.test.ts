@@ -1,0 +1,182 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { startTestApp, user, type TestApp } from './helpers.ts';
+
+interface RawResponse {
+  status: number;
+  headers: Map<string, string>;
+  body: { error: { code: string; message: string; details?: { field: string } }; status: number; timestamp: string };
+}
+
+/** Writes `raw` on a new connection to `port` and reads one response, up to the server's close. */
+async function rawExchange(port: number, raw: string): Promise<RawResponse> {
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+  socket.on('error', () => undefined);
+  // A server that never answers fails the test instead of holding it.
+  socket.setTimeout(10_000, () => socket.destroy());
+  const closed = once(socket, 'close');
+  socket.write(raw);
+  await closed;
+  const [head = '', body = ''] = received.split('\r\n\r\n');
+  const [statusLine = '', ...lines] = head.split('\r\n');
+  const headers = new Map(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) };
+}
+
+function assertSpecError(res: RawResponse, status: number, code: string): void {
+  assert.equal(res.status, status);
+  assert.equal(res.body.status, status);
+  assert.equal(res.body.error.code, code);
+  assert.ok(res.body.error.message.length > 0);
+  assert.ok(!Number.isNaN(Date.parse(res.body.timestamp)));
+  assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+  assert.match(res.headers.get('x-ratelimit-limit') ?? '', /^\d+$/);
+  assert.match(res.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/);
+  assert.match(res.headers.get('x-ratelimit-reset') ?? '', /^\d+$/);
+}
+
+describe('requests the HTTP parser refuses are answered in the error shape', () => {
+  let t: TestApp;
+  let port: number;
+  let key: string;
+  before(async () => {
+    t = await startTestApp({ env: { REPRISE_REQUEST_TIMEOUT_MS: '1000' } });
+    key = await t.key();
+    port = Number(new URL(await t.app.listen({ host: '127.0.0.1', port: 0 })).port);
+  });
+  after(() => t.close());
+
+  test('a malformed request line is 400 INVALID_INPUT', async () => {
+    const res = await rawExchange(port, 'HELLO THERE\r\n\r\n');
+    assertSpecError(res, 400, 'INVALID_INPUT');
+    assert.equal(res.body.error.details?.field, 'request');
+  });
+
+  test('Content-Length beside Transfer-Encoding is 400 INVALID_INPUT', async () => {
+    const res = await rawExchange(
+      port,
+      'POST /api/v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    );
+    assertSpecError(res, 400, 'INVALID_INPUT');
+  });
+
+  test('headers over 16 KB are 431 HEADERS_TOO_LARGE', async () => {
+    const res = await rawExchange(port, `GET /api/v1/usage HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'k'.repeat(70_000)}\r\n\r\n`);
+    assertSpecError(res, 431, 'HEADERS_TOO_LARGE');
+  });
+
+  test('a body that does not arrive in time is 408 REQUEST_TIMEOUT', async () => {
+    const res = await rawExchange(
+      port,
+      `POST /api/v1/check HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"messa`,
+    );
+    assertSpecError(res, 408, 'REQUEST_TIMEOUT');
+  });
+});
+
+describe('bodies: what is read, what is refused', () => {
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    t = await startTestApp();
+    key = await t.key();
+  });
+  after(() => t.close());
+
+  const auth = () => ({ authorization: `Bearer ${key}` });
+
+  test('a DELETE that names the JSON type and sends no body deletes the entry', async () => {
+    const stored = await t.post('/api/v1/store', { messages: [user('delete me with a header')], answer: 'a' }, key);
+    assert.equal(stored.statusCode, 200);
+    const id = stored.json().entry_id as number;
+    const res = await t.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/entries/${id}`,
+      headers: { ...auth(), 'content-type': 'application/json' },
+    });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.json().deleted, true);
+    assert.equal((await t.get(`/api/v1/entries/${id}`, key)).statusCode, 404);
+  });
+
+  test('a path that does not exist is 404, and a wrong method 405, whatever the body', async () => {
+    for (const [payload, type] of [
+      ['{', 'application/json'],
+      ['', 'application/json'],
+      ['hello', 'text/plain'],
+    ] as const) {
+      const missing = await t.app.inject({ method: 'POST', url: '/api/v1/nope', payload, headers: { ...auth(), 'content-type': type } });
+      assert.equal(missing.statusCode, 404, `${type} ${payload}`);
+      assert.equal(missing.json().error.code, 'NOT_FOUND');
+      const wrong = await t.app.inject({ method: 'PUT', url: '/api/v1/store', payload, headers: { ...auth(), 'content-type': type } });
+      assert.equal(wrong.statusCode, 405, `${type} ${payload}`);
+      assert.equal(wrong.json().error.code, 'METHOD_NOT_ALLOWED');
+      assert.equal(wrong.headers.allow, 'POST');
+    }
+    const del = await t.app.inject({
+      method: 'DELETE',
+      url: '/api/v1/check',
+      payload: '',
+      headers: { ...auth(), 'content-type': 'application/json' },
+    });
+    assert.equal(del.statusCode, 405);
+  });
+
+  test('a body that is not UTF-8 is 400 INVALID_INPUT, and nothing is stored', async () => {
+    const bytes = Buffer.concat([
+      Buffer.from('{"messages":[{"role":"user","content":"caf'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}],"answer":"x"}'),
+    ]);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/store',
+      payload: bytes,
+      headers: { ...auth(), 'content-type': 'application/json' },
+    });
+    assert.equal(res.statusCode, 400);
+    assert.equal(res.json().error.code, 'INVALID_INPUT');
+    assert.equal(res.json().error.details.field, 'body');
+    const list = await t.get('/api/v1/entries', key);
+    assert.ok(!JSON.stringify(list.json()).includes('\ufffd'));
+  });
+
+  test('a compressed body is 415 UNSUPPORTED_MEDIA_TYPE naming Content-Encoding', async () => {
+    const res = await t.post('/api/v1/check', { messages: [user('hello')] }, key, { 'content-encoding': 'gzip' });
+    assert.equal(res.statusCode, 415);
+    assert.equal(res.json().error.code, 'UNSUPPORTED_MEDIA_TYPE');
+    assert.equal(res.json().error.details.field, 'Content-Encoding');
+    const identity = await t.post('/api/v1/check', { messages: [user('hello')] }, key, { 'content-encoding': 'identity' });
+    assert.equal(identity.statusCode, 200);
+  });
+
+  test('an expired entry is 404 to DELETE as to GET', async () => {
+    const stored = await t.post('/api/v1/store', { messages: [user('short-lived')], answer: 'a', ttl_seconds: 1 }, key);
+    const id = stored.json().entry_id as number;
+    // Wait for the clock, not for the server: poll until the entry is gone.
+    const deadline = Date.now() + 5000;
+    while ((await t.get(`/api/v1/entries/${id}`, key)).statusCode === 200) {
+      assert.ok(Date.now() < deadline, 'the entry did not expire');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const del = await t.app.inject({ method: 'DELETE', url: `/api/v1/entries/${id}`, headers: auth() });
+    assert.equal(del.statusCode, 404);
+    assert.equal(del.json().error.code, 'NOT_FOUND');
+  });
+
+  test('a hit shows in the entry at once: its count, last hit and mean lookup time', async () => {
+    const messages = [user('what is shown right after a hit')];
+    const stored = await t.post('/api/v1/store', { messages, answer: 'a' }, key);
+    const id = stored.json().entry_id as number;
+    const hit = await t.post('/api/v1/check', { messages }, key);
+    assert.equal(hit.json().cache_hit, true);
+    const entry = (await t.get(`/api/v1/entries/${id}`, key)).json();
+    assert.equal(entry.usage_count, 1);
+    assert.ok(!Number.isNaN(Date.parse(entry.last_hit_at as string)), `last_hit_at ${entry.last_hit_at}`);
+    assert.equal(typeof entry.average_lookup_ms, 'number');
+  });
+});
