@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -138,21 +137,16 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     },
   });
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
+  // (A body of a type with no parser is 415, or, to no route, answered 404 or 405 unread.)
   app.removeContentTypeParser('text/plain');
-  // A body of any other type is refused, unless the request has no route: a path that does not
-  // exist, or a method the path does not take, is answered 404 or 405 whatever its body.
-  app.addContentTypeParser('*', (request, _payload, done) => {
-    if (request.is404) done(null, undefined);
-    else done(unsupportedMediaType(request), undefined);
-  });
   // Fastify's JSON parser refuses `__proto__` and `constructor.prototype` keys (they could
   // poison prototypes) with the same error as a syntax error; say which it was.
   const json = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    const bytes = body as Buffer;
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
     // No route to read it (404, 405), or nothing sent to a method that takes no body (a DELETE
     // from a client that names the JSON type on every request): there is nothing to parse.
-    if (request.is404 || (bytes.length === 0 && !BODY_METHODS.has(request.method))) {
+    if (request.is404 || (text.length === 0 && !BODY_METHODS.has(request.method))) {
       done(null, undefined);
       return;
     }
@@ -168,9 +162,11 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       );
       return;
     }
-    // Decoding invalid UTF-8 would put U+FFFD where the client's bytes were, and the entry would be
-    // stored and hashed under text the client never sent.
-    if (!isUtf8(bytes)) {
+    // Bytes that are not UTF-8 were decoded as U+FFFD, and the entry would be stored and hashed
+    // under text the client never sent. A replacement character changes the body's length in
+    // UTF-8 unless the client sent it as such (or, rarely, a cut-off sequence of three bytes):
+    // reading the body as a string and looking again only then keeps the common path as it is.
+    if (text.includes('\uFFFD') && !sameLength(text, request.headers['content-length'])) {
       done(
         new ApiError('INVALID_INPUT', 'The request body is not valid UTF-8', {
           field: 'body',
@@ -181,7 +177,6 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       );
       return;
     }
-    const text = bytes.toString('utf8');
     json(request, text, (err: Error | null, value?: unknown) => {
       if (err && (err as FastifyError).code === 'FST_ERR_CTP_INVALID_JSON_BODY' && isJson(text)) {
         done(
@@ -297,6 +292,11 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   return app;
+}
+
+/** Whether `text` in UTF-8 is as long as the body received (`Content-Length`; a chunked body is taken as it is). */
+function sameLength(text: string, contentLength: string | undefined): boolean {
+  return contentLength === undefined || Buffer.byteLength(text, 'utf8') === Number(contentLength);
 }
 
 /** Methods whose requests carry a body by their nature; another method's empty body is none. */

@@ -143,6 +143,11 @@ describe('bodies: what is read, what is refused', () => {
     assert.equal(res.json().error.details.field, 'body');
     const list = await t.get('/api/v1/entries', key);
     assert.ok(!JSON.stringify(list.json()).includes('\ufffd'));
+    // A replacement character sent as such is text like any other.
+    const sent = await t.post('/api/v1/store', { messages: [user('caf\ufffd')], answer: 'x' }, key);
+    assert.equal(sent.statusCode, 200);
+    const read = await t.get(`/api/v1/entries/${sent.json().entry_id}`, key);
+    assert.equal(read.json().question, 'caf\ufffd');
   });
 
   test('a compressed body is 415 UNSUPPORTED_MEDIA_TYPE naming Content-Encoding', async () => {
