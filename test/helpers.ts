@@ -8,8 +8,15 @@ import type { Embedder } from '../src/embedding/interface.ts';
 import { createKey } from '../src/keys/keys.ts';
 import { createRuntime, type Runtime } from '../src/runtime.ts';
 
+/** The temporary directories made by this test process, removed when it exits. */
+const made = new Set<string>();
+
+/** A new temporary directory, removed with whatever is in it when the test process exits. */
 export function tempDir(prefix = 'reprise-test-'): string {
-  return mkdtempSync(path.join(tmpdir(), prefix));
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  if (made.size === 0) process.once('exit', () => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  made.add(dir);
+  return dir;
 }
 
 export function testConfig(env: Record<string, string> = {}): Config {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { BruteForceIndex } from './brute.ts';
 import { HybridIndex, loadSnapshot, saveSnapshot } from './hnsw.ts';
 import type { VectorIndex } from './interface.ts';
+import { tempDir } from '../../test/helpers.ts';
 
 /** Deterministic unit vectors. */
 function randomUnit(seed: number, dims: number): Float32Array {
@@ -115,7 +115,7 @@ describe('index snapshot', () => {
   };
 
   test('a saved index loads once, with the same contents, removals and watermark', () => {
-    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'reprise-snap-')), 'index');
+    const dir = path.join(tempDir('reprise-snap-'), 'index');
     const before = build();
     saveSnapshot(before, dir, 'embedder@1');
     const after = new HybridIndex(64, { crossover: 50 });
@@ -134,7 +134,7 @@ describe('index snapshot', () => {
   });
 
   test('a snapshot of another embedder, another shape, or none is not loaded', () => {
-    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'reprise-snap-')), 'index');
+    const dir = path.join(tempDir('reprise-snap-'), 'index');
     assert.equal(loadSnapshot(new HybridIndex(64), dir, 'embedder@1'), null);
     saveSnapshot(build(), dir, 'embedder@1');
     const other = new HybridIndex(64);
@@ -152,7 +152,7 @@ describe('index snapshot', () => {
 
   test('a snapshot whose vector file was cut short is not loaded, even at a record boundary', () => {
     for (const cut of ['empty', 'one partition less']) {
-      const dir = path.join(mkdtempSync(path.join(tmpdir(), 'reprise-snap-')), 'index');
+      const dir = path.join(tempDir('reprise-snap-'), 'index');
       const index = new HybridIndex(64, { crossover: 50 });
       for (let i = 1; i <= 10; i++) index.add(i <= 5 ? 'a' : 'b', i, randomUnit(i, 64));
       saveSnapshot(index, dir, 'embedder@1');
