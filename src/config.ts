@@ -12,6 +12,8 @@ export interface Config {
   databaseUrl: string | null;
   /** PostgreSQL schema of all tables (created if missing). */
   pgSchema: string;
+  /** How long a PostgreSQL query waits for its answer before the request is answered 503. */
+  pgQueryTimeoutMs: number;
   redisUrl: string | null;
   /** Prefix of every Redis key. */
   redisPrefix: string;
@@ -274,6 +276,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(str(env, 'REPRISE_DATA_DIR', './data')),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     pgSchema: pgSchema(env),
+    pgQueryTimeoutMs: int(env, 'REPRISE_PG_QUERY_TIMEOUT_MS', 5000, 100),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: str(env, 'REPRISE_REDIS_PREFIX', 'reprise:'),
     logLevel: logLevel(env),

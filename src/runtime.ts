@@ -39,7 +39,8 @@ export function sqlitePath(config: Config): string {
 /** Opens the store the configuration names. */
 export async function openStore(config: Config): Promise<Store> {
   try {
-    if (config.databaseUrl) return await PostgresStore.open(config.databaseUrl, { schema: config.pgSchema });
+    if (config.databaseUrl)
+      return await PostgresStore.open(config.databaseUrl, { schema: config.pgSchema, queryTimeoutMs: config.pgQueryTimeoutMs });
     return new SqliteStore(sqlitePath(config), { synchronous: config.sqliteSynchronous });
   } catch (err) {
     // Said in terms of the setting to change, not as a stack trace.
@@ -165,7 +166,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   });
   const sync =
     store instanceof PostgresStore && embedder && config.databaseUrl
-      ? new IndexSync(store, index, embedder, config.databaseUrl, { pollMs: opts.syncPollMs })
+      ? new IndexSync(store, index, embedder, config.databaseUrl, {
+          pollMs: opts.syncPollMs,
+          onLate: (seq) => opts.log?.info({ seq }, 'a store committed after its change number was given up on is in the index now'),
+        })
       : null;
   await sync?.mark();
   // On the embedded store the index is saved at shutdown and loaded at start; only entries

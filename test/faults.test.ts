@@ -22,7 +22,13 @@ describe('faults: PostgreSQL restarts and Redis goes away during traffic', { ski
     redis = new PrivateRedis(await freePort());
     await redis.start();
     node = await startTestApp({
-      config: loadConfig({ REPRISE_DATA_DIR: tempDir(), REPRISE_EMBEDDER: 'none', DATABASE_URL: pgServer.url, REDIS_URL: redis.url }),
+      config: loadConfig({
+        REPRISE_DATA_DIR: tempDir(),
+        REPRISE_EMBEDDER: 'none',
+        DATABASE_URL: pgServer.url,
+        REDIS_URL: redis.url,
+        REPRISE_PG_QUERY_TIMEOUT_MS: '1000',
+      }),
     });
     key = await node.key('faulty', 'pro');
   });
@@ -85,4 +91,44 @@ describe('faults: PostgreSQL restarts and Redis goes away during traffic', { ski
       assert.equal(hit.answer, `answer ${i}`);
     }
   });
+  test('Redis that accepts connections and never answers: requests do not wait for it', { timeout: 60_000 }, async () => {
+    const pausedMs = 8000;
+    const until = Date.now() + pausedMs;
+    redis.pause(pausedMs);
+    // Each would wait out the client's 1 s command timeout if the limiter kept asking Redis.
+    for (let i = 0; i < 20; i++) {
+      const res = await node.post('/api/v1/check', { messages: [user(`redis paused ${i}`)] }, key);
+      assert.equal(res.statusCode, 200);
+      assert.ok(res.headers['x-ratelimit-remaining']);
+    }
+    assert.ok(Date.now() < until, 'the 20 requests were answered while Redis was still paused');
+    assert.equal((await node.get('/healthz')).json().checks.limiter, 'degraded');
+    const back = await eventually(async () => (await node.get('/healthz')).json().checks.limiter === 'ok', 20_000);
+    assert.ok(back, 'the shared limits are used again once Redis answers');
+  });
+
+  test(
+    'PostgreSQL that stops answering on open connections: 503, not a hang; answers again when it does',
+    { timeout: 60_000 },
+    async () => {
+      assert.equal((await node.post('/api/v1/store', { messages: [user('before the freeze')], answer: 'a' }, key)).statusCode, 200);
+      pgServer.freeze();
+      // Let it go on in any case, so that a node that waits for it fails this test instead of hanging it.
+      const thaw = setTimeout(() => pgServer.thaw(), 20_000);
+      try {
+        const store = await node.post('/api/v1/store', { messages: [user('during the freeze')], answer: 'x' }, key);
+        assert.equal(store.statusCode, 503);
+        assert.equal(store.json().error.code, 'SERVICE_UNAVAILABLE');
+        const check = await node.post('/api/v1/check', { messages: [user('asked during the freeze')] }, key);
+        assert.equal(check.statusCode, 503);
+        assert.equal((await node.get('/healthz')).statusCode, 503);
+      } finally {
+        clearTimeout(thaw);
+        pgServer.thaw();
+      }
+      const recovered = await eventually(async () => (await node.get('/healthz')).statusCode === 200, 20_000);
+      assert.ok(recovered, 'the node recovers without a restart');
+      assert.equal((await node.post('/api/v1/check', { messages: [user('before the freeze')] }, key)).json().cache_hit, true);
+    },
+  );
 });

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -38,6 +38,11 @@ export class PrivateRedis {
       }
     }
     throw new Error('private redis did not start');
+  }
+
+  /** Holds every client's commands for `ms` while connections stay open: a Redis that hangs. */
+  pause(ms: number): void {
+    execFileSync('redis-cli', ['-p', String(this.port), 'CLIENT', 'PAUSE', String(ms), 'ALL'], { stdio: 'pipe' });
   }
 
   async stop(): Promise<void> {
@@ -94,6 +99,27 @@ export class PrivatePostgres {
 
   async stop(): Promise<void> {
     this.asPostgres([pgBin('pg_ctl'), '-D', path.join(this.dir, 'data'), '-m', 'fast', '-w', 'stop']);
+  }
+
+  /**
+   * Stops every process of the cluster (SIGSTOP) without closing a connection: a server that hangs,
+   * or one cut off by a network that drops packets. `thaw` lets them go on.
+   */
+  freeze(): void {
+    this.signal('SIGSTOP');
+  }
+
+  thaw(): void {
+    this.signal('SIGCONT');
+  }
+
+  private signal(sig: NodeJS.Signals): void {
+    const postmaster = Number(readFileSync(path.join(this.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const children = execFileSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+    for (const pid of [postmaster, ...children]) process.kill(pid, sig);
   }
 
   async destroy(): Promise<void> {

@@ -108,4 +108,48 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
       await other.end();
     }
   });
+  test('a change committed after its number was given up on is applied when it lands', async () => {
+    // A node that gives up on a missing number after 200 ms instead of 10 s, and a store that
+    // commits well after that (a stalled disk, a writer paused between its insert and its commit).
+    const lateIndex = new BruteForceIndex(512);
+    const late: number[] = [];
+    const impatient = new IndexSync(store, lateIndex, embedder, url, { pollMs: 50, gapWaitMs: 200, onLate: (seq) => late.push(seq) });
+    await impatient.mark();
+    await impatient.start();
+    const other = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+    await other.connect();
+    try {
+      await other.query(`CREATE OR REPLACE FUNCTION hold_late() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF EXISTS (SELECT 1 FROM entries WHERE id = NEW.entry_id AND exact_hash = 'hash-late') THEN
+            PERFORM pg_advisory_xact_lock(4343);
+          END IF;
+          RETURN NULL;
+        END $$`);
+      await other.query('CREATE TRIGGER hold_late AFTER INSERT ON entry_changes FOR EACH ROW EXECUTE FUNCTION hold_late()');
+      await other.query('SELECT pg_advisory_lock(4343)');
+      const lateVector = await vectorOf('How deep is the Mariana Trench?');
+      const pending = store.putEntry({ ...newEntry('How deep is the Mariana Trench?', lateVector), exactHash: 'hash-late' });
+      const held = await eventually(async () => {
+        const { rows } = await other.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+        return rows[0].n > 0;
+      });
+      assert.ok(held, 'the late store is numbered and waiting');
+      const nextVector = await vectorOf('Why is the sky blue?');
+      await store.putEntry(newEntry('Why is the sky blue?', nextVector));
+      const last = await store.lastChange();
+      // The node moves past the missing number only once it has given up on it.
+      assert.ok(await eventually(async () => impatient.appliedThrough >= last), 'the node moved past the missing number');
+
+      await other.query('SELECT pg_advisory_unlock(4343)');
+      const lateEntry = await pending;
+      const found = await eventually(async () => lateIndex.search(partitionOf(account.id, 'ctx'), lateVector, 1)[0]?.id === lateEntry.id);
+      assert.ok(found, 'the store that committed late is in the index');
+      assert.equal(late.length, 1);
+    } finally {
+      await other.query('DROP TRIGGER IF EXISTS hold_late ON entry_changes').catch(() => undefined);
+      await other.end();
+      await impatient.stop();
+    }
+  });
 });

@@ -9,11 +9,25 @@ import { ofEmbedder } from './text-form.ts';
 export interface SyncOptions {
   /** Poll for changes this often even without a notification (and after reconnecting). */
   pollMs?: number;
+  /** How long a missing change number holds back the ones after it; default `GAP_WAIT_MS`. */
+  gapWaitMs?: number;
   onError?: (err: unknown) => void;
+  /** Called when a change is applied that committed after its number was given up on. */
+  onLate?: (seq: number) => void;
 }
 
-/** How long a missing change sequence number is waited for before it is taken as rolled back. */
+/**
+ * How long a missing change sequence number holds back the numbers after it (they are applied
+ * meanwhile, but the node does not move past it): a transaction that took its number and has
+ * not committed yet. After that it is taken as rolled back, most likely, and still looked for
+ * until `LATE_WAIT_MS`.
+ */
 const GAP_WAIT_MS = 10_000;
+/**
+ * How long a number given up on is still looked for: a commit that lands that late (a stalled
+ * disk, a writer paused between its insert and its commit) is applied when it does.
+ */
+const LATE_WAIT_MS = 15 * 60_000;
 /** A jump of more numbers than this at once is not waited for (no writer holds that many open). */
 const MAX_GAPS = 10_000;
 /**
@@ -37,6 +51,8 @@ export class IndexSync {
   private highest = 0;
   /** Sequence numbers not seen yet, with when they were first missed. */
   private readonly gaps = new Map<number, number>();
+  /** Numbers below `lastSeq` given up on, with when they were first missed: looked for still. */
+  private readonly late = new Map<number, number>();
   private client: pg.Client | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
@@ -50,6 +66,11 @@ export class IndexSync {
     private readonly url: string,
     private readonly opts: SyncOptions = {},
   ) {}
+
+  /** Every change up to this sequence number has been applied, or given up on as never committed. */
+  get appliedThrough(): number {
+    return this.lastSeq;
+  }
 
   /** Call before loading the index: changes from here on are (re)applied, idempotently. */
   async mark(): Promise<void> {
@@ -65,7 +86,7 @@ export class IndexSync {
 
   private async listen(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 3000 });
+    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 3000, keepAlive: true });
     client.on('error', (err) => {
       this.opts.onError?.(err);
       this.client = null;
@@ -101,7 +122,7 @@ export class IndexSync {
 
   private async catchUp(): Promise<void> {
     // Numbers missed before may have committed since.
-    if (this.gaps.size > 0) this.apply(await this.store.changesAt([...this.gaps.keys()]));
+    if (this.gaps.size > 0 || this.late.size > 0) this.apply(await this.store.changesAt([...this.gaps.keys(), ...this.late.keys()]));
     for (;;) {
       const changes = await this.store.changesSince(Math.max(this.lastSeq, this.highest), 1000);
       if (changes.length === 0) break;
@@ -114,11 +135,17 @@ export class IndexSync {
     const now = Date.now();
     const nowIso = new Date(now).toISOString();
     for (const c of changes) {
-      if (c.seq <= this.lastSeq || this.appliedAbove.has(c.seq)) continue;
+      const late = this.late.delete(c.seq);
+      if (!late && (c.seq <= this.lastSeq || this.appliedAbove.has(c.seq))) continue;
       const partition = partitionOf(c.accountId, c.contextHash);
       if (c.op === 'delete') this.index.remove(partition, c.entryId);
       else if (c.vector && ofEmbedder(c.vector.embedderId, this.embedder) && (c.vector.expiresAt === null || c.vector.expiresAt > nowIso)) {
         this.index.add(partition, c.entryId, c.vector.vector);
+      }
+      if (late) {
+        // Committed after this node had moved past its number: applied now all the same.
+        this.opts.onLate?.(c.seq);
+        continue;
       }
       this.appliedAbove.add(c.seq);
       this.gaps.delete(c.seq);
@@ -133,15 +160,18 @@ export class IndexSync {
    * Moves `lastSeq` over every number applied since, up to the first one missing. Sequence
    * numbers are taken in one order and committed in another: a change can become visible after
    * a later one, so a missing number is looked for again (changes after it are applied meanwhile)
-   * until `GAP_WAIT_MS` have passed since it was first missed; then it is taken to be a
-   * transaction that never committed.
+   * until `GAP_WAIT_MS` have passed since it was first missed; then it no longer holds the node
+   * back, and is looked for until `LATE_WAIT_MS` (a transaction that never committed, most likely).
    */
   private advance(now: number): void {
+    const wait = this.opts.gapWaitMs ?? GAP_WAIT_MS;
+    for (const [seq, since] of this.late) if (now - since >= LATE_WAIT_MS) this.late.delete(seq);
     for (let next = this.lastSeq + 1; next <= this.highest; next++) {
       if (!this.appliedAbove.delete(next)) {
         const since = this.gaps.get(next);
-        if (since !== undefined && now - since < GAP_WAIT_MS) return;
+        if (since !== undefined && now - since < wait) return;
         this.gaps.delete(next);
+        if (since !== undefined) this.late.set(next, since);
       }
       this.lastSeq = next;
     }

@@ -45,12 +45,21 @@ export interface RedisLimiterOptions {
   onFallback?: (err: unknown) => void;
   /** Called when Redis answers again after an outage. */
   onRecover?: () => void;
+  /** While Redis fails, how often it is asked again in the background, in ms; default 1,000. */
+  retryMs?: number;
+  /** The clock (ms); `Date.now` by default. */
+  now?: () => number;
 }
 
 /**
  * Rate limits shared by all nodes through Redis. If Redis cannot be reached the limiter fails
  * open to per-node buckets (each node then enforces the plan on its own traffic), so an outage
  * of the limiter never takes the cache down; it returns to the shared buckets by itself.
+ *
+ * Once a call has failed, requests are answered by the per-node buckets at once, without asking
+ * Redis: a Redis that accepts connections and never answers would otherwise hold every request
+ * for the client's command timeout. Redis is asked again in the background, one question at a
+ * time, every `retryMs`; when it answers, the shared buckets are used again.
  */
 export class RedisRateLimiter implements RateLimiter {
   private sha: string | null = null;
@@ -61,6 +70,11 @@ export class RedisRateLimiter implements RateLimiter {
    * sent before a failure says nothing of Redis now. */
   private calls = 0;
   private lastFailed = 0;
+  /** While fallen back: when Redis may be asked again, and whether a question is out. */
+  private retryAt = 0;
+  private probing = false;
+  private readonly retryMs: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly redis: RedisScripting,
@@ -68,6 +82,8 @@ export class RedisRateLimiter implements RateLimiter {
     private readonly close_: () => Promise<void> = async () => undefined,
   ) {
     this.prefix = opts.prefix ?? 'reprise:';
+    this.retryMs = opts.retryMs ?? 1000;
+    this.now = opts.now ?? Date.now;
   }
 
   private async run(key: string, rule: BucketRule, cost: number): Promise<[number, string, number]> {
@@ -83,6 +99,10 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async consume(key: string, rule: BucketRule, cost = 1): Promise<LimitResult> {
+    if (this.fellBack) {
+      this.probe();
+      return this.fallback.consumeSync(key, rule, cost);
+    }
     const call = ++this.calls;
     try {
       const [allowed, tokens, now] = await this.run(key, rule, cost);
@@ -92,14 +112,39 @@ export class RedisRateLimiter implements RateLimiter {
       }
       return bucketResult(rule, Number(tokens), allowed === 1, Number(now));
     } catch (err) {
-      this.sha = null;
-      this.lastFailed = Math.max(this.lastFailed, call);
-      if (!this.fellBack) {
-        this.fellBack = true;
-        this.opts.onFallback?.(err);
-      }
+      this.failed(call, err);
       return this.fallback.consumeSync(key, rule, cost);
     }
+  }
+
+  private failed(call: number, err: unknown): void {
+    this.sha = null;
+    this.lastFailed = Math.max(this.lastFailed, call);
+    this.retryAt = this.now() + this.retryMs;
+    if (!this.fellBack) {
+      this.fellBack = true;
+      this.opts.onFallback?.(err);
+    }
+  }
+
+  /** Asks Redis in the background whether it answers again (loading the script), when it is time. */
+  private probe(): void {
+    if (this.probing || this.now() < this.retryAt) return;
+    this.probing = true;
+    const call = ++this.calls;
+    Promise.resolve()
+      .then(() => this.redis.script('LOAD', SCRIPT))
+      .then(
+        (sha) => {
+          this.sha = String(sha);
+          if (this.fellBack && call > this.lastFailed) {
+            this.fellBack = false;
+            this.opts.onRecover?.();
+          }
+        },
+        (err: unknown) => this.failed(call, err),
+      )
+      .finally(() => (this.probing = false));
   }
 
   get degraded(): boolean {

@@ -70,7 +70,7 @@ export class KeyCache<V> {
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 3000 });
+    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 3000, keepAlive: true });
     client.on('error', () => {
       if (this.client === client) this.down();
       client.end().catch(() => undefined);

@@ -211,7 +211,16 @@ export interface PostgresOptions {
   /** Schema for all tables (created if missing); default `public`. */
   schema?: string;
   max?: number;
+  /**
+   * How long a query may wait for its answer before it fails as the database being unavailable
+   * (503), in ms; default 5,000. A server that stops answering on open connections (hung, or cut
+   * off by a network that drops packets) would otherwise hold every request that reads it.
+   */
+  queryTimeoutMs?: number;
 }
+
+/** Migrations may rewrite large tables: they wait this long for an answer. */
+const MIGRATION_TIMEOUT_MS = 3_600_000;
 
 /**
  * The cluster store: PostgreSQL as the source of truth for every node. Writes to entries also
@@ -229,18 +238,10 @@ export class PostgresStore implements Store {
   private constructor(url: string, opts: PostgresOptions) {
     this.schema = opts.schema ?? 'public';
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name ${this.schema}`);
-    this.pool = new pg.Pool({
-      connectionString: url,
-      max: opts.max ?? 10,
-      connectionTimeoutMillis: 3000,
-      options: `-c search_path=${this.schema}`,
-    });
-    this.counters = new pg.Pool({
-      connectionString: url,
-      max: 2,
-      connectionTimeoutMillis: 3000,
-      options: `-c search_path=${this.schema} -c synchronous_commit=off`,
-    });
+    // Connections are kept alive at the TCP level, so a peer that vanished is noticed on idle ones.
+    const common = { connectionString: url, connectionTimeoutMillis: 3000, query_timeout: opts.queryTimeoutMs ?? 5000, keepAlive: true };
+    this.pool = new pg.Pool({ ...common, max: opts.max ?? 10, options: `-c search_path=${this.schema}` });
+    this.counters = new pg.Pool({ ...common, max: 2, options: `-c search_path=${this.schema} -c synchronous_commit=off` });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
     this.counters.on('error', () => undefined);
@@ -257,14 +258,19 @@ export class PostgresStore implements Store {
   private async migrate(): Promise<void> {
     await this.withClient(async (client) => {
       await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`reprise-migrate:${this.schema}`]);
+      // Another node's migrations are waited for as long as they may take.
+      await client.query({
+        text: 'SELECT pg_advisory_xact_lock(hashtext($1))',
+        values: [`reprise-migrate:${this.schema}`],
+        query_timeout: MIGRATION_TIMEOUT_MS,
+      } as pg.QueryConfig);
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
       await client.query(
         'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
       );
       const { rows } = await client.query('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations');
       for (let v = num(rows[0]?.v) + 1; v <= MIGRATIONS.length; v++) {
-        await client.query(MIGRATIONS[v - 1] as string);
+        await client.query({ text: MIGRATIONS[v - 1] as string, query_timeout: MIGRATION_TIMEOUT_MS } as pg.QueryConfig);
         await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
       }
       await client.query('COMMIT');
