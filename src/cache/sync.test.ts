@@ -4,7 +4,7 @@ import pg from 'pg';
 import { closeSharedEmbedder, sharedEmbedder } from '../../test/helpers.ts';
 import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
 import type { Embedder } from '../embedding/interface.ts';
-import type { Account } from '../store/interface.ts';
+import type { Account, Entry } from '../store/interface.ts';
 import { PostgresStore } from '../store/postgres.ts';
 import { BruteForceIndex } from '../vector/brute.ts';
 import { partitionOf } from './context.ts';
@@ -73,41 +73,63 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
     assert.ok(await eventually(async () => nearest()?.id === put.id && (nearest()?.cosine ?? 0) > 0.9999));
   });
 
-  test('a change committed after a later one is still applied', async () => {
-    // A store whose transaction takes its change number first and commits last, as two nodes
-    // storing at the same moment can: a trigger holds it, after its change is numbered, until
-    // this session lets go of a lock.
+  /**
+   * Stores `text` in a transaction held open after its change is numbered, as a store on another
+   * node can be: a trigger waits, once the change of the entry with this exact hash is inserted,
+   * for an advisory lock that a session of the test's holds until `commit()`.
+   */
+  async function heldStore(text: string, vector: Float32Array, lock: number) {
     const other = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
     await other.connect();
-    try {
-      await other.query(`CREATE FUNCTION hold_slow() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          IF EXISTS (SELECT 1 FROM entries WHERE id = NEW.entry_id AND exact_hash = 'hash-slow') THEN
-            PERFORM pg_advisory_xact_lock(4242);
-          END IF;
-          RETURN NULL;
-        END $$`);
-      await other.query('CREATE TRIGGER hold_slow AFTER INSERT ON entry_changes FOR EACH ROW EXECUTE FUNCTION hold_slow()');
-      await other.query('SELECT pg_advisory_lock(4242)');
-      const slowVector = await vectorOf('Which planet is the largest?');
-      const slow = store.putEntry({ ...newEntry('Which planet is the largest?', slowVector), exactHash: 'hash-slow' });
-      const held = await eventually(async () => {
-        const { rows } = await other.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
-        return rows[0].n > 0;
-      });
-      assert.ok(held, 'the slow store is numbered and waiting');
+    const name = `hold_${lock}`;
+    await other.query(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF EXISTS (SELECT 1 FROM entries WHERE id = NEW.entry_id AND exact_hash = 'hash-held-${lock}') THEN
+          PERFORM pg_advisory_xact_lock(${lock});
+        END IF;
+        RETURN NULL;
+      END $$`);
+    await other.query(`CREATE TRIGGER ${name} AFTER INSERT ON entry_changes FOR EACH ROW EXECUTE FUNCTION ${name}()`);
+    await other.query('SELECT pg_advisory_lock($1)', [lock]);
+    const stored = store.putEntry({ ...newEntry(text, vector), exactHash: `hash-held-${lock}` });
+    const held = await eventually(async () => {
+      const { rows } = await other.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+      return rows[0].n > 0;
+    });
+    let committed: Promise<Entry> | null = null;
+    return {
+      held,
+      /** Lets the store commit (once, however often it is called); resolves with its entry. */
+      commit(): Promise<Entry> {
+        committed ??= (async () => {
+          await other.query('SELECT pg_advisory_unlock($1)', [lock]);
+          const entry = await stored;
+          await other.query(`DROP TRIGGER ${name} ON entry_changes`);
+          await other.end();
+          return entry;
+        })();
+        return committed;
+      },
+    };
+  }
 
+  test('a change committed after a later one is still applied', async () => {
+    // A store whose transaction takes its change number first and commits last, as two nodes
+    // storing at the same moment can.
+    const slowVector = await vectorOf('Which planet is the largest?');
+    const slow = await heldStore('Which planet is the largest?', slowVector, 4242);
+    try {
+      assert.ok(slow.held, 'the slow store is numbered and waiting');
       const fastVector = await vectorOf('How do volcanoes form?');
       const fast = await store.putEntry(newEntry('How do volcanoes form?', fastVector));
       assert.ok(await eventually(async () => has(fast.id, fastVector)), 'the later change is applied');
-
-      await other.query('SELECT pg_advisory_unlock(4242)');
-      const slowEntry = await slow;
+      const slowEntry = await slow.commit();
       assert.ok(await eventually(async () => has(slowEntry.id, slowVector)), 'the earlier change, committed last, is applied too');
     } finally {
-      await other.end();
+      await slow.commit();
     }
   });
+
   test('a change committed after its number was given up on is applied when it lands', async () => {
     // A node that gives up on a missing number after 200 ms instead of 10 s, and a store that
     // commits well after that (a stalled disk, a writer paused between its insert and its commit).
@@ -116,39 +138,21 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
     const impatient = new IndexSync(store, lateIndex, embedder, url, { pollMs: 50, gapWaitMs: 200, onLate: (seq) => late.push(seq) });
     await impatient.mark();
     await impatient.start();
-    const other = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
-    await other.connect();
+    const lateVector = await vectorOf('How deep is the Mariana Trench?');
+    const pending = await heldStore('How deep is the Mariana Trench?', lateVector, 4343);
     try {
-      await other.query(`CREATE OR REPLACE FUNCTION hold_late() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          IF EXISTS (SELECT 1 FROM entries WHERE id = NEW.entry_id AND exact_hash = 'hash-late') THEN
-            PERFORM pg_advisory_xact_lock(4343);
-          END IF;
-          RETURN NULL;
-        END $$`);
-      await other.query('CREATE TRIGGER hold_late AFTER INSERT ON entry_changes FOR EACH ROW EXECUTE FUNCTION hold_late()');
-      await other.query('SELECT pg_advisory_lock(4343)');
-      const lateVector = await vectorOf('How deep is the Mariana Trench?');
-      const pending = store.putEntry({ ...newEntry('How deep is the Mariana Trench?', lateVector), exactHash: 'hash-late' });
-      const held = await eventually(async () => {
-        const { rows } = await other.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
-        return rows[0].n > 0;
-      });
-      assert.ok(held, 'the late store is numbered and waiting');
-      const nextVector = await vectorOf('Why is the sky blue?');
-      await store.putEntry(newEntry('Why is the sky blue?', nextVector));
+      assert.ok(pending.held, 'the late store is numbered and waiting');
+      await store.putEntry(newEntry('Why is the sky blue?', await vectorOf('Why is the sky blue?')));
       const last = await store.lastChange();
       // The node moves past the missing number only once it has given up on it.
       assert.ok(await eventually(async () => impatient.appliedThrough >= last), 'the node moved past the missing number');
 
-      await other.query('SELECT pg_advisory_unlock(4343)');
-      const lateEntry = await pending;
+      const lateEntry = await pending.commit();
       const found = await eventually(async () => lateIndex.search(partitionOf(account.id, 'ctx'), lateVector, 1)[0]?.id === lateEntry.id);
       assert.ok(found, 'the store that committed late is in the index');
       assert.equal(late.length, 1);
     } finally {
-      await other.query('DROP TRIGGER IF EXISTS hold_late ON entry_changes').catch(() => undefined);
-      await other.end();
+      await pending.commit();
       await impatient.stop();
     }
   });
