@@ -256,18 +256,30 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       );
   });
 
-  // Known paths and their methods, for 405 and the Allow header.
+  // Known paths (patterns with parameters too, such as /api/v1/entries/:id) and their methods, for
+  // 405 and the Allow header.
   const methodsByPath = new Map<string, Set<string>>();
+  const patterns: { pattern: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const set = methodsByPath.get(route.url) ?? new Set<string>();
+    let set = methodsByPath.get(route.url);
+    if (set === undefined) {
+      set = new Set<string>();
+      methodsByPath.set(route.url, set);
+      if (/[:*]/.test(route.url)) patterns.push({ pattern: routePattern(route.url), methods: set });
+    }
     for (const m of methods) set.add(String(m));
-    methodsByPath.set(route.url, set);
   });
+  const methodsOf = (path: string): Set<string> | undefined => {
+    const exact = methodsByPath.get(path);
+    if (exact) return exact;
+    const matching = patterns.filter((p) => p.pattern.test(path));
+    return matching.length === 0 ? undefined : new Set(matching.flatMap((p) => [...p.methods]));
+  };
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '';
-    const methods = methodsByPath.get(path);
+    const methods = methodsOf(path);
     if (methods && !methods.has(request.method)) {
       reply.header('Allow', [...methods].join(', '));
       throw new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${[...methods].join(' or ')}`);
@@ -297,6 +309,16 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
 /** Whether `text` in UTF-8 is as long as the body received (`Content-Length`; a chunked body is taken as it is). */
 function sameLength(text: string, contentLength: string | undefined): boolean {
   return contentLength === undefined || Buffer.byteLength(text, 'utf8') === Number(contentLength);
+}
+
+/** A route's URL (`/api/v1/entries/:id`, `/dashboard/*`) as a pattern of the paths it takes. */
+function routePattern(url: string): RegExp {
+  const parts = url.split(/(:[A-Za-z_]\w*|\*)/).map((part) => {
+    if (part === '*') return '.*';
+    if (part.startsWith(':')) return '[^/]+';
+    return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  });
+  return new RegExp(`^${parts.join('')}$`);
 }
 
 /** Methods whose requests carry a body by their nature; another method's empty body is none. */

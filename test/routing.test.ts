@@ -127,6 +127,15 @@ describe('routing, health and documents', () => {
     const del = await t.app.inject({ method: 'DELETE', url: '/api/v1/usage', headers: { authorization: `Bearer ${key}` } });
     assert.equal(del.statusCode, 405);
     assert.match(String(del.headers.allow), /GET/);
+    // A path of a route with a parameter too.
+    const put = await t.app.inject({ method: 'PUT', url: '/api/v1/entries/123', headers: { authorization: `Bearer ${key}` } });
+    assert.equal(put.statusCode, 405);
+    assert.equal(put.json().error.code, 'METHOD_NOT_ALLOWED');
+    assert.deepEqual(String(put.headers.allow).split(', ').sort(), ['DELETE', 'GET', 'HEAD']);
+    assert.equal(
+      (await t.app.inject({ method: 'PUT', url: '/api/v1/entries/123/more', headers: { authorization: `Bearer ${key}` } })).statusCode,
+      404,
+    );
   });
 
   test('GET /api/v1/health answers in the envelope for a valid key', async () => {

@@ -110,7 +110,8 @@ const round3 = (ms: number): number => Math.round(ms * 1000) / 1000;
 
 /**
  * A score as shown, to 4 decimals, rounded down: a threshold set to a score a client has seen
- * is never above the score itself, so the same candidate is a hit at it.
+ * is never above the score itself, so the same candidate is a hit at it. The shown score is the
+ * one compared with the threshold, so a hit never shows less than the threshold.
  */
 const shownScore = (score: number): number => Math.floor(score * 10_000) / 10_000;
 
@@ -305,7 +306,8 @@ export class CacheService {
       const found = await this.semanticSearch(account, key, nowIso, input.model);
       if (found) {
         closest = found.score;
-        if (found.score >= threshold) return this.hit(account, found.entry, 'semantic', found.score, t0);
+        // The score as shown decides, so a hit never shows a score below the threshold it met.
+        if (shownScore(found.score) >= threshold) return this.hit(account, found.entry, 'semantic', found.score, t0);
       }
     }
 

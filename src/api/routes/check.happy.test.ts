@@ -124,6 +124,9 @@ describe('POST /api/v1/check', () => {
     // The scores shown are thresholds that take the same candidate: a client may set them.
     const atShown = (await t.post('/api/v1/check', { ...q, similarity_threshold: loose.similarity_score }, key)).json();
     assert.equal(atShown.cache_hit, true, `threshold ${loose.similarity_score}`);
+    // A threshold above the score shown is a miss: a hit never shows a score below its threshold.
+    const above = (await t.post('/api/v1/check', { ...q, similarity_threshold: loose.similarity_score + 0.000001 }, key)).json();
+    assert.equal(above.cache_hit, false, `threshold ${loose.similarity_score + 0.000001}`);
     const atClosest = (
       await t.post('/api/v1/check', { ...q, similarity_threshold: strict.search_results.closest_match_score }, key)
     ).json();

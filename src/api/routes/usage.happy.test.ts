@@ -102,6 +102,29 @@ describe('GET /api/v1/usage', () => {
     assert.equal(bad.json().error.details.field, 'from');
     const noSuchDay = await t.get('/api/v1/usage?from=2026-02-30', key);
     assert.equal(noSuchDay.statusCode, 400);
+    // Text that Date.parse would read as another date is not ISO 8601.
+    for (const from of [
+      '2026-11-27junk',
+      '2026-01-31 March',
+      '2026-11-27 (whatever) 10:00',
+      '2026-11-27T25:00Z',
+      '2026-11-27T10:00+24:00',
+    ]) {
+      const res = await t.get(`/api/v1/usage?from=${encodeURIComponent(from)}`, key);
+      assert.equal(res.statusCode, 400, from);
+      assert.equal(res.json().error.details.field, 'from');
+    }
+  });
+
+  test('from and to are ISO 8601 in UTC unless they give an offset, in any year from 0000', async () => {
+    const key = await t.key();
+    const period = async (from: string) => (await t.get(`/api/v1/usage?from=${encodeURIComponent(from)}`, key)).json().period.from;
+    assert.equal(await period('2026-11-27T10:00:00'), '2026-11-27T10:00:00.000Z');
+    assert.equal(await period('2026-11-27T10:30'), '2026-11-27T10:00:00.000Z');
+    assert.equal(await period('2026-11-27T10:00:00.250+05:30'), '2026-11-27T04:00:00.000Z');
+    assert.equal(await period('2026-11-27t10:00:00-0100'), '2026-11-27T11:00:00.000Z');
+    assert.equal(await period('2026-11-27'), '2026-11-27T00:00:00.000Z');
+    assert.equal(await period('0050-06-01'), '0050-06-01T00:00:00.000Z');
   });
 
   test('counts are kept per hour: the period widens to whole hours and says so', async () => {

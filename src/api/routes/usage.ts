@@ -11,20 +11,46 @@ export interface UsageQuery {
   granularity?: 'hour' | 'day';
 }
 
+/**
+ * An ISO 8601 date (`2026-11-27`) or date-time (`2026-11-27T10:00`, `…:30`, `…:30.5`, with `Z`, an
+ * offset such as `+05:30`, or nothing: times are UTC, as everywhere in the API). Nothing else is
+ * taken: `Date.parse` would read "2026-11-27junk" as a day in June.
+ */
+const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?([Zz]|[+-]\d{2}(?::?\d{2})?)?)?$/;
+
 function instant(field: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const ms = Date.parse(value);
-  const day = /^(\d{4})-(\d{2})-(\d{2})/.exec(value);
-  if (!day || Number.isNaN(ms) || !realDay(Number(day[1]), Number(day[2]), Number(day[3]))) {
-    throw invalid(field, 'an ISO 8601 date or date-time', value);
-  }
+  const m = ISO_INSTANT.exec(value);
+  const ms = m ? instantOf(m) : null;
+  if (ms === null) throw invalid(field, 'an ISO 8601 date or date-time (UTC unless it gives an offset)', value);
   return ms;
 }
 
-/** Whether the calendar has this day (Date.parse takes 2026-02-30 for 2 March). */
-function realDay(year: number, month: number, day: number): boolean {
-  const d = new Date(Date.UTC(year, month - 1, day));
-  return d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day;
+/** The instant the parts of an `ISO_INSTANT` match name, or null when one is out of range. */
+function instantOf(m: RegExpExecArray): number | null {
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (hour > 23 || minute > 59 || second > 59) return null;
+  const d = new Date(0);
+  // setUTCFullYear, not Date.UTC: Date.UTC takes the years 0 to 99 for 1900 to 1999.
+  d.setUTCFullYear(year, month - 1, day);
+  if (d.getUTCFullYear() !== year || d.getUTCMonth() !== month - 1 || d.getUTCDate() !== day) return null;
+  const fraction = m[7] === undefined ? 0 : Math.floor(Number(`0.${m[7]}`) * 1000);
+  let offset = 0;
+  const zone = m[8];
+  if (zone !== undefined && zone.toUpperCase() !== 'Z') {
+    const digits = zone.slice(1).replace(':', '');
+    const [h, min] = [Number(digits.slice(0, 2)), Number(digits.slice(2) || '0')];
+    if (h > 23 || min > 59) return null;
+    offset = (zone[0] === '-' ? -1 : 1) * (h * 60 + min) * 60_000;
+  }
+  return d.getTime() + ((hour * 60 + minute) * 60 + second) * 1000 + fraction - offset;
 }
 
 const HOUR_MS = 3_600_000;
