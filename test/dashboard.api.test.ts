@@ -248,6 +248,9 @@ describe('dashboard API', () => {
     const bad = await call('PUT', '/dashboard/api/settings', s, { default_threshold: 2 });
     assert.equal(bad.statusCode, 400);
     assert.equal(bad.json().error.details.field, 'default_threshold');
+    const misspelt = await call('PUT', '/dashboard/api/settings', s, { default_treshold: 0.9 });
+    assert.equal(misspelt.statusCode, 400);
+    assert.equal(misspelt.json().error.details.field, 'default_treshold');
     for (const body of [[], null, 'x']) {
       const notObject = await t.app.inject({
         method: 'PUT',

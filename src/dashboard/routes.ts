@@ -241,6 +241,10 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
       if (typeof body !== 'object' || body === null || Array.isArray(body)) {
         throw invalid('body', 'a JSON object with default_threshold and/or entry_ttl_seconds', body);
       }
+      // A misspelt setting would otherwise be answered 200 with nothing changed.
+      const unknown = Object.keys(body).find((k) => k !== 'default_threshold' && k !== 'entry_ttl_seconds');
+      if (unknown !== undefined)
+        throw invalid(unknown, 'no such setting: default_threshold or entry_ttl_seconds', (body as Record<string, unknown>)[unknown]);
       const { default_threshold: t, entry_ttl_seconds: ttl } = body as { default_threshold?: unknown; entry_ttl_seconds?: unknown };
       if (t !== undefined && (typeof t !== 'number' || !(t >= 0 && t <= 1))) throw invalid('default_threshold', 'a number from 0 to 1', t);
       if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 0 || ttl > 315_360_000)) {
