@@ -39,6 +39,9 @@ describe('dashboard API', () => {
     assert.equal(page.statusCode, 200);
     assert.match(String(page.headers['content-type']), /text\/html/);
     assert.doesNotMatch(page.body, /https?:\/\//);
+    const slash = await t.get('/dashboard/');
+    assert.equal(slash.statusCode, 301);
+    assert.equal(slash.headers.location, '/dashboard');
     for (const asset of ['/dashboard/app.js', '/dashboard/app.css', '/dashboard/uplot.js', '/dashboard/uplot.css']) {
       assert.equal((await t.get(asset)).statusCode, 200, asset);
     }

@@ -75,6 +75,8 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
   const assets = loadAssets();
   app.decorateRequest('session', null);
 
+  // The page's address as typed with a slash, or as a link with one, leads to the page.
+  app.get('/dashboard/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/dashboard', 301));
   for (const [url, asset] of assets) {
     app.get(url, { schema: { hide: true } }, async (_request, reply) => {
       reply.header('Content-Type', asset.type);
