@@ -380,7 +380,8 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket, limiter: 
         'Connection: close',
       ];
       if (r) head.push(`X-RateLimit-Limit: ${r.limit}`, `X-RateLimit-Remaining: ${r.remaining}`, `X-RateLimit-Reset: ${r.resetAt}`);
-      socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+      // Closed once written, whatever the client does with its side.
+      socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
     });
 }
 
