@@ -204,6 +204,25 @@ export function storeConformance(
       );
     });
 
+    test('a search ignores case in any script, not only in ASCII', async () => {
+      const a = await store.createAccount('conf-search-case', 'free');
+      await store.putEntry(entry(a.id, { exactHash: 'fr', queryText: 'Café au lait', answer: 'Milchkaffee' }));
+      await store.putEntry(entry(a.id, { exactHash: 'el', queryText: 'Ποιο είναι το ΑΛΦΑΒΗΤΟ;', answer: 'x' }));
+      for (const [q, text] of [
+        ['CAFÉ', 'Café au lait'],
+        ['café AU', 'Café au lait'],
+        ['αλφαβητο', 'Ποιο είναι το ΑΛΦΑΒΗΤΟ;'],
+        ['MILCHKAFFEE', 'Café au lait'],
+      ] as const) {
+        const listed = await store.listEntries(a.id, { page: 1, perPage: 10, q });
+        assert.deepEqual(
+          listed.entries.map((e) => e.queryText),
+          [text],
+          q,
+        );
+      }
+    });
+
     test('an entry keeps its namespace; listEntries keeps one namespace, also with a search', async () => {
       const a = await store.createAccount('conf-namespace', 'free');
       const plain = await store.putEntry(entry(a.id, { queryText: 'deploy steps' }));

@@ -269,6 +269,7 @@ export class SqliteStore implements Store {
     this.synchronous = opts.synchronous ?? 'FULL';
     this.db.pragma(`synchronous = ${this.synchronous}`);
     this.db.pragma('busy_timeout = 5000');
+    this.db.function('lower_any', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? text.toLowerCase() : text));
     this.db.pragma('foreign_keys = ON');
     this.migrate();
     const db = this.db;
@@ -548,8 +549,12 @@ export class SqliteStore implements Store {
       args.push(opts.namespace);
     }
     if (opts.q) {
-      where.push("(query_text LIKE ? ESCAPE '\\' OR answer LIKE ? ESCAPE '\\' OR model LIKE ? ESCAPE '\\')");
-      const like = `%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      // SQLite's LIKE ignores the case of ASCII letters only: a search with other letters compares
+      // both sides lower-cased by JavaScript ("CAFÉ" finds "café"), at a function call per row.
+      const ascii = /^[\x00-\x7f]*$/.test(opts.q);
+      const col = (c: string) => (ascii ? c : `lower_any(${c})`);
+      where.push(`(${col('query_text')} LIKE ? ESCAPE '\\' OR ${col('answer')} LIKE ? ESCAPE '\\' OR ${col('model')} LIKE ? ESCAPE '\\')`);
+      const like = `%${(ascii ? opts.q : opts.q.toLowerCase()).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       args.push(like, like, like);
     }
     const order = ORDER_SQL[opts.order ?? 'recent'];
