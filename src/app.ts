@@ -99,7 +99,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     return503OnClosing: false,
     logController: new RequestLog(),
     // A whole request (headers and body) must arrive within this time; 408 after. Node looks for
-    // late requests every `connectionsCheckingInterval` ms (30 s by default).
+    // late requests every `connectionsCheckingInterval` ms (30 s by default). The timeout is given
+    // to the server as it is made too: Node refuses a headers timeout above its request timeout.
     requestTimeout: ctx.config.limits.requestTimeoutMs,
     http: {
       requestTimeout: ctx.config.limits.requestTimeoutMs,

@@ -66,6 +66,9 @@ declare module 'fastify' {
   }
 }
 
+/** What an account holder may set on the settings tab. */
+const SETTINGS = ['default_threshold', 'entry_ttl_seconds'] as const;
+
 /**
  * The dashboard at /dashboard: static pages and a JSON API under /dashboard/api for the signed-in
  * account holder. Sessions are random tokens in an HttpOnly, SameSite=Strict cookie (Secure over
@@ -234,29 +237,25 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     return { deleted: true, id };
   });
 
-  app.put<{ Body: { default_threshold?: unknown; entry_ttl_seconds?: unknown } }>(
-    '/dashboard/api/settings',
-    { schema: { hide: true } },
-    async (request) => {
-      const account = await signedIn(request);
-      const body: unknown = request.body;
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-        throw invalid('body', 'a JSON object with default_threshold and/or entry_ttl_seconds', body);
-      }
-      // A misspelt setting would otherwise be answered 200 with nothing changed.
-      const unknown = Object.keys(body).find((k) => k !== 'default_threshold' && k !== 'entry_ttl_seconds');
-      if (unknown !== undefined)
-        throw invalid(unknown, 'no such setting: default_threshold or entry_ttl_seconds', (body as Record<string, unknown>)[unknown]);
-      const { default_threshold: t, entry_ttl_seconds: ttl } = body as { default_threshold?: unknown; entry_ttl_seconds?: unknown };
-      if (t !== undefined && (typeof t !== 'number' || !(t >= 0 && t <= 1))) throw invalid('default_threshold', 'a number from 0 to 1', t);
-      if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 0 || ttl > 315_360_000)) {
-        throw invalid('entry_ttl_seconds', 'an integer from 0 (no expiry) to 315360000', ttl);
-      }
-      const updated = await ctx.store.updateAccount(account.id, {
-        ...(t !== undefined ? { defaultThreshold: t as number } : {}),
-        ...(ttl !== undefined ? { entryTtlSeconds: ttl === 0 ? null : (ttl as number) } : {}),
-      });
-      return me(updated ?? account, request.session as Session);
-    },
-  );
+  app.put<{ Body: unknown }>('/dashboard/api/settings', { schema: { hide: true } }, async (request) => {
+    const account = await signedIn(request);
+    const body = request.body;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw invalid('body', `a JSON object with ${SETTINGS.join(' and/or ')}`, body);
+    }
+    const given = body as Record<string, unknown>;
+    // A misspelt setting would otherwise be answered 200 with nothing changed.
+    const unknown = Object.keys(given).find((k) => !(SETTINGS as readonly string[]).includes(k));
+    if (unknown !== undefined) throw invalid(unknown, `no such setting: ${SETTINGS.join(' or ')}`, given[unknown]);
+    const { default_threshold: t, entry_ttl_seconds: ttl } = given;
+    if (t !== undefined && (typeof t !== 'number' || !(t >= 0 && t <= 1))) throw invalid('default_threshold', 'a number from 0 to 1', t);
+    if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 0 || ttl > 315_360_000)) {
+      throw invalid('entry_ttl_seconds', 'an integer from 0 (no expiry) to 315360000', ttl);
+    }
+    const updated = await ctx.store.updateAccount(account.id, {
+      ...(t !== undefined ? { defaultThreshold: t as number } : {}),
+      ...(ttl !== undefined ? { entryTtlSeconds: ttl === 0 ? null : (ttl as number) } : {}),
+    });
+    return me(updated ?? account, request.session as Session);
+  });
 }
