@@ -12,6 +12,7 @@ import type { RateLimiter } from './limits/interface.ts';
 import { MemoryRateLimiter } from './limits/memory.ts';
 import type { Store } from './store/interface.ts';
 import { SqliteStore } from './store/sqlite.ts';
+import { DataDirInUseError, lockDataDir, type DataDirLock } from './store/data-dir-lock.ts';
 import { PostgresStore } from './store/postgres.ts';
 import { RedisRateLimiter } from './limits/redis.ts';
 import { IndexSync } from './cache/sync.ts';
@@ -52,6 +53,23 @@ export async function openStore(config: Config): Promise<Store> {
 /** The configured store could not be opened (unreachable, not writable, not a directory). */
 export class StoreOpenError extends Error {
   override readonly name = 'StoreOpenError';
+}
+
+/**
+ * The embedded store's data directory, taken for this server alone (see lockDataDir); null in
+ * cluster mode, where nodes share PostgreSQL and may share a directory. The CLI does not take it.
+ */
+function lockEmbeddedDataDir(config: Config): DataDirLock | null {
+  if (config.databaseUrl) return null;
+  try {
+    return lockDataDir(config.dataDir);
+  } catch (err) {
+    const why =
+      err instanceof DataDirInUseError
+        ? `${err.message}; stop it, or give this server its own REPRISE_DATA_DIR (the CLI may be used while a server runs)`
+        : (err as Error).message;
+    throw new StoreOpenError(`cannot open the store at REPRISE_DATA_DIR (${sqlitePath(config)}): ${why}`, { cause: err });
+  }
 }
 
 /** Redis-backed limits shared by all nodes when REDIS_URL is set; in-process otherwise. */
@@ -149,7 +167,14 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // Before anything is opened, so that a model that cannot be read leaves nothing open.
   const withEmbedder = opts.embedder !== undefined ? opts.embedder !== null : config.embedder.kind !== 'none';
   const calibrated = opts.scorer ? null : await loadCalibrated(config, withEmbedder);
-  const store = await openStore(config);
+  const lock = lockEmbeddedDataDir(config);
+  let store: Store;
+  try {
+    store = await openStore(config);
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
   const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
   const limiter = openLimiter(config, opts.log);
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
@@ -238,6 +263,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       if (snapshot) saveSnapshot(index, snapshot.dir, snapshot.tag);
       if (opts.embedder === undefined && embedder) await embedder.close();
       await store.close();
+      lock?.release();
     },
   };
 }

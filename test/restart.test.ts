@@ -46,6 +46,27 @@ describe('data survives a restart', () => {
     }
   });
 
+  test("a data directory is one server's while it runs, and free again once it has closed", async () => {
+    const own = testConfig();
+    const first = await startTestApp({ config: own, keepData: true });
+    await assert.rejects(startTestApp({ config: own, keepData: true }), (err: Error) => {
+      assert.equal(err.name, 'StoreOpenError');
+      assert.match(err.message, /another Reprise server is running on the data directory/);
+      return true;
+    });
+    // The first is untouched by the refusal.
+    const key = await first.key('first');
+    assert.equal((await first.post('/api/v1/store', { messages: [user('still here?')], answer: 'Yes.' }, key)).json().stored, true);
+    await first.close();
+    const second = await startTestApp({ config: own });
+    try {
+      const hit = (await second.post('/api/v1/check', { messages: [user('still here?')] }, key)).json();
+      assert.equal(hit.answer, 'Yes.');
+    } finally {
+      await second.close();
+    }
+  });
+
   test('an entry embedded from an older form of its text is searched after a restart, and embedded again', async () => {
     const embedder = await sharedEmbedder();
     const older = testConfig();

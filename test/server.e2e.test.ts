@@ -232,6 +232,32 @@ describe('the real server, as a user runs it', () => {
     server = await startServerProcess(env);
   });
 
+  test('a second server on the same data directory is refused in one line; the first keeps serving', async () => {
+    assert.ok(server);
+    const created = await runCli(['keys', 'create', '--account', 'one-server', '--json'], env);
+    const key = (JSON.parse(created.stdout) as { key: string }).key;
+    // Two servers on one database would each keep a vector index the other's stores never reach,
+    // and each save it at shutdown over the other's.
+    const refused = await startServerProcess(env).then(
+      async (second) => {
+        await second.stop('SIGKILL');
+        return 'started';
+      },
+      (err: Error) => err.message,
+    );
+    assert.match(refused, /server exited with 1/);
+    assert.match(refused, /reprise: cannot open the store at REPRISE_DATA_DIR .*another Reprise server is running on the data directory/);
+    assert.doesNotMatch(refused, /\n\s+at /);
+    assert.doesNotMatch(refused, /rp_live_/);
+    const stored = await api(server.url, 'POST', '/api/v1/store', key, {
+      messages: [user('What is the capital city of Canada?')],
+      answer: 'Ottawa.',
+    });
+    assert.equal(stored.json.stored, true);
+    const hit = await api(server.url, 'POST', '/api/v1/check', key, { messages: [user("What's the capital city of Canada?")] });
+    assert.equal(hit.json.cache_type, 'semantic', JSON.stringify(hit.json));
+  });
+
   test('the CLI explains bad usage', async () => {
     const res = await runCli(['keys', 'create'], env);
     assert.equal(res.code, 2);
@@ -292,7 +318,12 @@ describe('the real server, as a user runs it', () => {
     assert.equal(JSON.parse(replanned.stdout).plan, 'free');
     assert.match(replanned.stderr, /the plan of account planned changed from pro to free, for all its keys/);
     // An embedding server that does not answer at start is named the same way.
-    const noEmbedder = await runCli(['serve'], { ...env, REPRISE_EMBEDDER: 'http', REPRISE_EMBED_URL: 'http://127.0.0.1:9' });
+    const noEmbedder = await runCli(['serve'], {
+      ...env,
+      REPRISE_DATA_DIR: path.join(dir, 'no-embedder'),
+      REPRISE_EMBEDDER: 'http',
+      REPRISE_EMBED_URL: 'http://127.0.0.1:9',
+    });
     assert.equal(noEmbedder.code, 1);
     assert.match(noEmbedder.stderr, /cannot start the embedder \(REPRISE_EMBED_URL\)/);
     assert.doesNotMatch(noEmbedder.stderr, /\n\s+at /);
