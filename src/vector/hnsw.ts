@@ -6,10 +6,12 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  readSync,
   renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import usearch, { type Matches, type ScalarKind } from 'usearch';
 import { BruteForceIndex, neighboursOf } from './brute.ts';
@@ -191,7 +193,7 @@ export class HybridIndex implements VectorIndex {
   }
 
   /** Writes the partitions into `dir`; see saveSnapshot. */
-  writeTo(dir: string, tag: string): Manifest {
+  writeTo(dir: string, tag: string): Omit<Manifest, 'digests'> {
     const graphs: Manifest['graphs'] = [];
     let n = 0;
     for (const [partition, graph] of this.graphs) {
@@ -212,7 +214,7 @@ export class HybridIndex implements VectorIndex {
     const flat = Buffer.concat(parts);
     writeFileSync(path.join(dir, 'flat.bin'), flat);
     return {
-      format: 2,
+      format: 3,
       dimensions: this.dimensions,
       quantization: this.quantization,
       m: this.m,
@@ -271,7 +273,8 @@ export class HybridIndex implements VectorIndex {
 
 /** What a snapshot directory describes; `watermark` is the highest entry id it covers. */
 interface Manifest {
-  format: 2;
+  /** 3 since files carry digests; a snapshot of format 2 is not loaded (the index is rebuilt once). */
+  format: 3;
   dimensions: number;
   quantization: Quantization;
   m: number;
@@ -282,6 +285,21 @@ interface Manifest {
   flatBytes: number;
   flatVectors: number;
   graphs: { partition: string; file: string; size: number }[];
+  /** The SHA-256 of each file, by name. */
+  digests: Record<string, string>;
+}
+
+/** The SHA-256 of a file, read in chunks: a large graph is not held twice, nor refused as over 2 GB. */
+function digestOf(file: string): string {
+  const hash = createHash('sha256');
+  const chunk = Buffer.allocUnsafe(8 << 20);
+  const fd = openSync(file, 'r');
+  try {
+    for (let n; (n = readSync(fd, chunk, 0, chunk.length, null)) > 0;) hash.update(chunk.subarray(0, n));
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest('hex');
 }
 
 /**
@@ -294,7 +312,9 @@ export function saveSnapshot(index: HybridIndex, dir: string, tag: string): void
   const tmp = `${dir}.new`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  const manifest = index.writeTo(tmp, tag);
+  const written = index.writeTo(tmp, tag);
+  const files = [written.flat, ...written.graphs.map((g) => g.file)];
+  const manifest: Manifest = { ...written, digests: Object.fromEntries(files.map((f) => [f, digestOf(path.join(tmp, f))])) };
   writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify(manifest));
   // On disk before the renames make it the snapshot, so a power loss cannot leave a short file.
   for (const f of readdirSync(tmp)) syncPath(path.join(tmp, f));
@@ -320,22 +340,34 @@ function syncPath(p: string): void {
  * Loads a snapshot written by `saveSnapshot` into an empty index and removes it from disk, so it
  * is used once. Returns the highest entry id it covers (entries after it are to be added from
  * the store), or null when there is no usable snapshot: none, another tag or shape, or unreadable.
+ *
+ * It is moved aside before any of it is read, and every file is checked against its digest
+ * before it is parsed: a file damaged on disk would otherwise be read as vectors (scores computed
+ * from bytes no embedder made) or abort the process in the graphs' native loader, and, as the
+ * snapshot stayed where it was, at every start after.
  */
 export function loadSnapshot(index: HybridIndex, dir: string, tag: string): number | null {
+  const loading = `${dir}.loading`;
+  // A start that ended while loading (killed, or aborted by the loader) left this behind.
+  rmSync(loading, { recursive: true, force: true });
   let manifest: Manifest;
   try {
     manifest = JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Manifest;
   } catch {
     return null;
   }
-  if (manifest.format !== 2 || manifest.tag !== tag || !index.accepts(manifest)) return null;
+  if (manifest.format !== 3 || manifest.tag !== tag || !index.accepts(manifest)) return null;
   try {
-    index.readFrom(dir, manifest);
+    renameSync(dir, loading);
+    for (const file of [manifest.flat, ...manifest.graphs.map((g) => g.file)]) {
+      if (digestOf(path.join(loading, file)) !== manifest.digests[file]) throw new Error(`snapshot ${file} does not match its digest`);
+    }
+    index.readFrom(loading, manifest);
   } catch {
     index.clear();
     return null;
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(loading, { recursive: true, force: true });
   }
   return manifest.watermark;
 }

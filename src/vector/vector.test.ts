@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { BruteForceIndex } from './brute.ts';
@@ -165,5 +167,62 @@ describe('index snapshot', () => {
       assert.equal(loadSnapshot(after, dir, 'embedder@1'), null, cut);
       assert.equal(after.size, 0, cut);
     }
+  });
+
+  /** Bytes that are no usearch graph: what a damaged disk or another build's format could leave. */
+  const garbage = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 131) & 255));
+
+  /** Loads the snapshot in a process of its own, as a server's start does: a native abort ends that process only. */
+  const loadInChild = (dir: string) => {
+    const module = new URL('./hnsw.ts', import.meta.url).href;
+    const code = `const { HybridIndex, loadSnapshot } = await import(${JSON.stringify(module)});
+      const index = new HybridIndex(64, { crossover: 50 });
+      console.log(JSON.stringify({ watermark: loadSnapshot(index, ${JSON.stringify(dir)}, 'embedder@1'), size: index.size }));`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8' });
+    return { status: r.status, out: r.stdout.trim(), err: r.stderr };
+  };
+
+  test('a snapshot with a damaged file is not loaded, and is gone: the index is rebuilt from the store', () => {
+    // A vector file of the right length whose bytes changed: read as it is, its vectors are scores no embedder made.
+    const flatDir = path.join(tempDir('reprise-snap-'), 'index');
+    saveSnapshot(build(), flatDir, 'embedder@1');
+    const flat = readFileSync(path.join(flatDir, 'flat.bin'));
+    flat.fill(0x3f, 100, 200);
+    writeFileSync(path.join(flatDir, 'flat.bin'), flat);
+    const after = new HybridIndex(64, { crossover: 50 });
+    assert.equal(loadSnapshot(after, flatDir, 'embedder@1'), null);
+    assert.equal(after.size, 0);
+    assert.equal(existsSync(flatDir), false);
+
+    // A graph file overwritten: usearch's loader aborts the process on some such bytes.
+    const graphDir = path.join(tempDir('reprise-snap-'), 'index');
+    saveSnapshot(build(), graphDir, 'embedder@1');
+    const graph = path.join(graphDir, 'graph-0.usearch');
+    writeFileSync(graph, garbage(readFileSync(graph).length));
+    const loaded = loadInChild(graphDir);
+    assert.equal(loaded.status, 0, loaded.err);
+    assert.deepEqual(JSON.parse(loaded.out), { watermark: null, size: 0 });
+    assert.equal(existsSync(graphDir), false);
+  });
+
+  test('a snapshot whose loading ended the process is not tried again at the next start', () => {
+    const dir = path.join(tempDir('reprise-snap-'), 'index');
+    saveSnapshot(build(), dir, 'embedder@1');
+    // A graph its digest vouches for that the loader still cannot read (written by another build
+    // of it, say): the first start ends there.
+    const graph = path.join(dir, 'graph-0.usearch');
+    const bytes = garbage(readFileSync(graph).length);
+    writeFileSync(graph, bytes);
+    const manifestFile = path.join(dir, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { digests?: Record<string, string> };
+    manifest.digests = { ...manifest.digests, 'graph-0.usearch': createHash('sha256').update(bytes).digest('hex') };
+    writeFileSync(manifestFile, JSON.stringify(manifest));
+    const first = loadInChild(dir);
+    assert.notEqual(first.status, 0, first.out);
+    const second = loadInChild(dir);
+    assert.equal(second.status, 0, second.err);
+    assert.deepEqual(JSON.parse(second.out), { watermark: null, size: 0 });
+    assert.equal(existsSync(dir), false);
+    assert.equal(existsSync(`${dir}.loading`), false);
   });
 });
