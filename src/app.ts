@@ -23,6 +23,7 @@ import { entriesRoutes } from './api/routes/entries.ts';
 import { dashboardRoutes } from './dashboard/routes.ts';
 import type { BucketRule, LimitResult } from './limits/interface.ts';
 import { Metrics } from './api/metrics.ts';
+import { isSqliteUnavailable } from './store/sqlite.ts';
 
 export type { AppContext } from './api/context.ts';
 
@@ -433,7 +434,7 @@ function toApiError(err: FastifyError, request: FastifyRequest): ApiError {
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
     return new ApiError('INVALID_INPUT', err.message);
   }
-  if (err.statusCode === 503 || (err as { unavailable?: boolean }).unavailable === true) {
+  if (err.statusCode === 503 || (err as { unavailable?: boolean }).unavailable === true || isSqliteUnavailable(err)) {
     return new ApiError('SERVICE_UNAVAILABLE', 'A dependency of Reprise is unavailable; retry shortly');
   }
   return new ApiError('INTERNAL_ERROR', 'Internal error; the request id identifies it in the server log');

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.ts';
+import { sqlitePath } from '../src/runtime.ts';
 import { startTestApp, tempDir, user, type TestApp } from './helpers.ts';
 import { freePort, PrivatePostgres, PrivateRedis } from './private-servers.ts';
 import { eventually } from './services.ts';
@@ -131,4 +133,32 @@ describe('faults: PostgreSQL restarts and Redis goes away during traffic', { ski
       assert.equal((await node.post('/api/v1/check', { messages: [user('before the freeze')] }, key)).json().cache_hit, true);
     },
   );
+});
+
+describe('faults: the embedded database cannot be written for a while', () => {
+  test('another process holding the write lock: stores are 503 and retried, exact checks still answered, nothing half-written', async () => {
+    const node = await startTestApp();
+    const other = new Database(sqlitePath(node.config));
+    try {
+      const key = await node.key('locked-out', 'pro');
+      const kept = [user('stored before the lock')];
+      assert.equal((await node.post('/api/v1/store', { messages: kept, answer: 'kept' }, key)).json().stored, true);
+      // What an operator's `sqlite3 reprise.db` with a transaction left open does.
+      other.exec('BEGIN IMMEDIATE');
+      const refused = await node.post('/api/v1/store', { messages: [user('stored during the lock')], answer: 'later' }, key);
+      assert.equal(refused.statusCode, 503, refused.body);
+      assert.equal(refused.json().error.code, 'SERVICE_UNAVAILABLE');
+      assert.equal(refused.json().status, 503);
+      const hit = await node.post('/api/v1/check', { messages: kept }, key);
+      assert.equal(hit.statusCode, 200);
+      assert.equal(hit.json().answer, 'kept');
+      other.exec('ROLLBACK');
+      const retried = await node.post('/api/v1/store', { messages: [user('stored during the lock')], answer: 'later' }, key);
+      assert.equal(retried.json().stored, true);
+      assert.equal((await node.post('/api/v1/check', { messages: [user('stored during the lock')] }, key)).json().answer, 'later');
+    } finally {
+      other.close();
+      await node.close();
+    }
+  });
 });

@@ -226,6 +226,19 @@ const toUsage = (r: UsageDbRow): UsageBucket => ({
   stores: r.stores,
 });
 
+/**
+ * SQLite's codes for a database that cannot be used now, as opposed to a fault in a request: the
+ * disk is full or failing, the files were made read-only or removed, or another process has held
+ * the write lock beyond the busy timeout. PostgreSQL's counterparts (disk full, connection lost)
+ * are answered 503 in cluster mode; these are too, so a client retries.
+ */
+const UNAVAILABLE_CODES = /^SQLITE_(FULL|BUSY|LOCKED|IOERR|READONLY|CANTOPEN)(_|$)/;
+
+/** Whether `err` is SQLite saying the database cannot be used now (see UNAVAILABLE_CODES). */
+export function isSqliteUnavailable(err: unknown): boolean {
+  return err instanceof Database.SqliteError && UNAVAILABLE_CODES.test(err.code);
+}
+
 /** Longest answer kept in the exact-hit read cache (10,000 entries × 4,096 characters at most). */
 const CACHED_ANSWER_CHARS = 4096;
 
