@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AppContext } from './api/context.ts';
@@ -178,7 +179,6 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
   const limiter = openLimiter(config, opts.log);
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
-  const clustered = store instanceof PostgresStore;
   const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
   const cache = new CacheService({
     store,
@@ -201,8 +201,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // stored after the snapshot are read from the database. A snapshot is used once: loading
   // removes it, so after a crash the index is rebuilt from the database, never from a snapshot
   // older than the deletes made since.
-  const snapshot = !clustered && embedder ? { dir: path.join(config.dataDir, 'index'), tag: embedder.id } : null;
-  const watermark = snapshot ? loadSnapshot(index, snapshot.dir, snapshot.tag) : null;
+  // The database holds the token of the snapshot saved with it, so a snapshot beside another
+  // database (one restored from a backup) is not loaded.
+  const snapshot = store instanceof SqliteStore && embedder ? { store, dir: path.join(config.dataDir, 'index'), tag: embedder.id } : null;
+  const watermark = snapshot ? loadSnapshot(index, snapshot.dir, snapshot.tag, snapshot.store.snapshotToken()) : null;
   const vectorsFromSnapshot = index.size;
   await cache.loadIndex(watermark ?? 0);
   await sync?.start();
@@ -260,7 +262,13 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await usage.close();
       await limiter.close();
       // Last, after the counters are safe: a large index takes a while to write.
-      if (snapshot) saveSnapshot(index, snapshot.dir, snapshot.tag);
+      if (snapshot) {
+        // Written to the database once the snapshot is whole on disk: a crash between the two
+        // leaves them unmatched, and the index is rebuilt from the database.
+        const token = randomUUID();
+        saveSnapshot(index, snapshot.dir, snapshot.tag, token);
+        snapshot.store.setSnapshotToken(token);
+      }
       if (opts.embedder === undefined && embedder) await embedder.close();
       await store.close();
       lock?.release();

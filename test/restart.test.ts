@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { copyFileSync, existsSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { partitionOf } from '../src/cache/context.ts';
 import { dot } from '../src/cache/scorer.ts';
@@ -64,6 +65,50 @@ describe('data survives a restart', () => {
       assert.equal(hit.answer, 'Yes.');
     } finally {
       await second.close();
+    }
+  });
+
+  test('a database restored from a backup is searched whole, whatever index snapshot is beside it', async () => {
+    const embedder = await sharedEmbedder();
+    const own = testConfig();
+    const db = path.join(own.dataDir, 'reprise.db');
+    const spider = [user('How many legs does a spider have?')];
+    const first = await startTestApp({ config: own, embedder, keepData: true });
+    const key = await first.key('restored');
+    const stored = (await first.post('/api/v1/store', { messages: spider, answer: 'Eight.' }, key)).json();
+    await first.close();
+    const backup = `${db}.backup`;
+    copyFileSync(db, backup);
+
+    // After the backup: the entry deleted, and a snapshot saved at shutdown without it.
+    const second = await startTestApp({ config: own, embedder, keepData: true });
+    assert.equal(
+      (
+        await second.app.inject({
+          method: 'DELETE',
+          url: `/api/v1/entries/${stored.entry_id}`,
+          headers: { authorization: `Bearer ${key}` },
+        })
+      ).statusCode,
+      200,
+    );
+    await second.close();
+    assert.ok(existsSync(path.join(own.dataDir, 'index', 'manifest.json')));
+
+    // The operator restores the database; the snapshot stays where it was.
+    for (const f of [db, `${db}-wal`, `${db}-shm`]) rmSync(f, { force: true });
+    copyFileSync(backup, db);
+    const third = await startTestApp({ config: own, embedder });
+    try {
+      const exact = (await third.post('/api/v1/check', { messages: spider }, key)).json();
+      assert.equal(exact.cache_type, 'exact');
+      const semantic = (
+        await third.post('/api/v1/check', { messages: [user('How many legs do spiders have?')], similarity_threshold: 0.6 }, key)
+      ).json();
+      assert.equal(semantic.cache_type, 'semantic', JSON.stringify(semantic));
+      assert.equal(semantic.answer, 'Eight.');
+    } finally {
+      await third.close();
     }
   });
 

@@ -98,6 +98,7 @@ const MIGRATIONS: readonly string[] = [
      UPDATE entries SET public_id = (abs(random()) % 9007199254740991) + 1 WHERE id = NEW.id;
    END;
    UPDATE entries SET public_id = (abs(random()) % 9007199254740991) + 1 WHERE public_id IS NULL;`,
+  `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
 ];
 
 interface AccountRow {
@@ -691,6 +692,21 @@ export class SqliteStore implements Store {
 
   async deleteSession(tokenHash: string): Promise<void> {
     this.db.prepare('DELETE FROM sessions WHERE token_hash = ?').run(tokenHash);
+  }
+
+  /**
+   * The token of the vector index snapshot saved from this database's contents, or null: a
+   * snapshot is loaded only beside the database it was made from (see runtime.ts).
+   */
+  snapshotToken(): string | null {
+    const r = this.db.prepare("SELECT value FROM meta WHERE key = 'snapshot_token'").get() as { value: string } | undefined;
+    return r?.value ?? null;
+  }
+
+  setSnapshotToken(token: string): void {
+    this.db
+      .prepare("INSERT INTO meta (key, value) VALUES ('snapshot_token', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+      .run(token);
   }
 
   async close(): Promise<void> {

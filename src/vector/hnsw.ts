@@ -193,7 +193,7 @@ export class HybridIndex implements VectorIndex {
   }
 
   /** Writes the partitions into `dir`; see saveSnapshot. */
-  writeTo(dir: string, tag: string): Omit<Manifest, 'digests'> {
+  writeTo(dir: string, tag: string): Omit<Manifest, 'digests' | 'token'> {
     const graphs: Manifest['graphs'] = [];
     let n = 0;
     for (const [partition, graph] of this.graphs) {
@@ -279,6 +279,8 @@ interface Manifest {
   quantization: Quantization;
   m: number;
   tag: string;
+  /** Names the database state the snapshot was made from; a snapshot is loaded only beside it. */
+  token: string | null;
   watermark: number;
   flat: string;
   /** Length of the flat file and the vectors in it, checked when it is read. */
@@ -307,14 +309,15 @@ function digestOf(file: string): string {
  * float32 rows) so a restart loads it instead of rebuilding. The new snapshot is written beside
  * the old one and swapped in by renames, so a crash leaves one whole snapshot or the other.
  * `tag` names what the vectors mean (the embedder); a snapshot with another tag is not loaded.
+ * `token` names the state of the database it is made from (see loadSnapshot); none ties it to none.
  */
-export function saveSnapshot(index: HybridIndex, dir: string, tag: string): void {
+export function saveSnapshot(index: HybridIndex, dir: string, tag: string, token: string | null = null): void {
   const tmp = `${dir}.new`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   const written = index.writeTo(tmp, tag);
   const files = [written.flat, ...written.graphs.map((g) => g.file)];
-  const manifest: Manifest = { ...written, digests: Object.fromEntries(files.map((f) => [f, digestOf(path.join(tmp, f))])) };
+  const manifest: Manifest = { ...written, token, digests: Object.fromEntries(files.map((f) => [f, digestOf(path.join(tmp, f))])) };
   writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify(manifest));
   // On disk before the renames make it the snapshot, so a power loss cannot leave a short file.
   for (const f of readdirSync(tmp)) syncPath(path.join(tmp, f));
@@ -345,8 +348,12 @@ function syncPath(p: string): void {
  * before it is parsed: a file damaged on disk would otherwise be read as vectors (scores computed
  * from bytes no embedder made) or abort the process in the graphs' native loader, and, as the
  * snapshot stayed where it was, at every start after.
+ *
+ * `token` is the one the database holds: a snapshot made with another (the database restored
+ * from a backup, or replaced, since) describes entries that database does not have, and lacks
+ * ones it has, which the watermark would keep from ever being read into the index.
  */
-export function loadSnapshot(index: HybridIndex, dir: string, tag: string): number | null {
+export function loadSnapshot(index: HybridIndex, dir: string, tag: string, token: string | null = null): number | null {
   const loading = `${dir}.loading`;
   // A start that ended while loading (killed, or aborted by the loader) left this behind.
   rmSync(loading, { recursive: true, force: true });
@@ -359,6 +366,7 @@ export function loadSnapshot(index: HybridIndex, dir: string, tag: string): numb
   if (manifest.format !== 3 || manifest.tag !== tag || !index.accepts(manifest)) return null;
   try {
     renameSync(dir, loading);
+    if ((manifest.token ?? null) !== token) throw new Error('snapshot made beside another state of the database');
     for (const file of [manifest.flat, ...manifest.graphs.map((g) => g.file)]) {
       if (digestOf(path.join(loading, file)) !== manifest.digests[file]) throw new Error(`snapshot ${file} does not match its digest`);
     }

@@ -135,6 +135,19 @@ describe('index snapshot', () => {
     assert.ok(!after.search('big', randomUnit(1, 64), 5).some((n) => n.id === 1));
   });
 
+  test('a snapshot is loaded only with the token it was saved with, and is gone after any other', () => {
+    const dir = path.join(tempDir('reprise-snap-'), 'index');
+    saveSnapshot(build(), dir, 'embedder@1', 'state-1');
+    const other = new HybridIndex(64, { crossover: 50 });
+    assert.equal(loadSnapshot(other, dir, 'embedder@1', 'state-2'), null);
+    assert.equal(other.size, 0);
+    assert.equal(existsSync(dir), false);
+    saveSnapshot(build(), dir, 'embedder@1', 'state-1');
+    assert.equal(loadSnapshot(new HybridIndex(64, { crossover: 50 }), dir, 'embedder@1', null), null, 'a database without a token');
+    saveSnapshot(build(), dir, 'embedder@1', 'state-1');
+    assert.equal(loadSnapshot(new HybridIndex(64, { crossover: 50 }), dir, 'embedder@1', 'state-1'), 130);
+  });
+
   test('a snapshot of another embedder, another shape, or none is not loaded', () => {
     const dir = path.join(tempDir('reprise-snap-'), 'index');
     assert.equal(loadSnapshot(new HybridIndex(64), dir, 'embedder@1'), null);
