@@ -138,6 +138,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
         .then((apiError) => void reply.send(errorReply(apiError, err, request, reply)));
     },
   });
+  app.server.on('connect', (_req: unknown, socket: Socket) => answerConnect(socket, limiter));
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
   // (A body of a type with no parser is 415, or, to no route, answered 404 or 405 unread.)
   app.removeContentTypeParser('text/plain');
@@ -362,7 +363,19 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket, limiter: 
     socket.destroy();
     return;
   }
-  const failure = clientFailure(err);
+  answerOnSocket(clientFailure(err), socket, limiter);
+}
+
+/**
+ * Answers a CONNECT request. Node hands it to the server's 'connect' listeners instead of to
+ * Fastify, and closes the connection without a word when there are none.
+ */
+function answerConnect(socket: Socket, limiter: AppContext['limiter']): void {
+  answerOnSocket(new ApiError('METHOD_NOT_ALLOWED', 'CONNECT is not supported: Reprise is not a proxy'), socket, limiter);
+}
+
+/** Writes `failure` in the spec's shape on a connection no reply object owns, then closes it. */
+function answerOnSocket(failure: ApiError, socket: Socket, limiter: AppContext['limiter']): void {
   Promise.resolve()
     .then(() => limiter.consume(`public:${socket.remoteAddress ?? 'unknown'}`, PUBLIC_RULE))
     .then(

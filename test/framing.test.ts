@@ -76,6 +76,13 @@ describe('requests the HTTP parser refuses are answered in the error shape', () 
     );
     assertSpecError(res, 408, 'REQUEST_TIMEOUT');
   });
+
+  test('a CONNECT (Reprise is no proxy) is 405 METHOD_NOT_ALLOWED, not a connection closed unanswered', async () => {
+    for (const target of ['example.com:443', '/api/v1/check']) {
+      const res = await rawExchange(port, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+      assertSpecError(res, 405, 'METHOD_NOT_ALLOWED');
+    }
+  });
 });
 
 describe('bodies: what is read, what is refused', () => {
