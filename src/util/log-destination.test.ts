@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '../../test/helpers.ts';
+import { BIN, childEnv, ROOT } from '../../test/process.ts';
 import { LogDestination } from './log-destination.ts';
 
 test('every line reaches the file in order, short, long and non-ASCII, once flushed', async () => {
@@ -21,4 +24,24 @@ test('every line reaches the file in order, short, long and non-ASCII, once flus
     closeSync(fd);
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a server whose log cannot be written (disk full) ends with the reason, and does not hang', async () => {
+  const dir = tempDir('reprise-log-full-');
+  const env = childEnv({ REPRISE_DATA_DIR: dir, REPRISE_EMBEDDER: 'none', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' });
+  // A database made first, so that nothing is printed before the log's first line.
+  assert.equal(spawnSync(process.execPath, [BIN, 'keys', 'create', '--account', 'a'], { cwd: ROOT, env }).status, 0);
+  // /dev/full: every write fails with ENOSPC, as on a full disk.
+  const full = openSync('/dev/full', 'w');
+  const child = spawn(process.execPath, [BIN, 'serve'], { cwd: ROOT, env, stdio: ['ignore', full, 'pipe'] });
+  closeSync(full);
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  const deadline = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const [code, signal] = await exited;
+  clearTimeout(deadline);
+  assert.equal(signal, null, 'the server hung and was killed after 20 s');
+  assert.equal(code, 1);
+  assert.match(stderr, /ENOSPC/);
 });

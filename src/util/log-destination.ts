@@ -9,6 +9,7 @@ const BATCH_MS = 20;
 interface ByteSink {
   write(data: Buffer): boolean;
   flushSync(): void;
+  destroy(): void;
   on(event: 'write', listener: (bytes: number) => void): void;
   on(event: 'error', listener: (err: NodeJS.ErrnoException) => void): void;
 }
@@ -32,7 +33,7 @@ export class LogDestination {
   private handed = 0;
   private written = 0;
   private idle: (() => void)[] = [];
-  /** Set when the reader has gone (EPIPE): nothing more will be written. */
+  /** Set when a write has failed (the reader gone, the disk full): nothing more will be written. */
   private closed = false;
 
   constructor(fd = 1) {
@@ -43,6 +44,10 @@ export class LogDestination {
     });
     this.out.on('error', (err) => {
       this.closed = true;
+      // Dropped, so that pino's flush at exit does not try it again: sonic-boom retries a failed
+      // synchronous write forever, and the process, exiting for this very failure, would hang
+      // there instead, its port open and nothing answered.
+      this.out.destroy();
       this.settle();
       // A closed reader is pino's to ignore; any other failure to write logs stays fatal.
       if (err.code !== 'EPIPE') throw err;
@@ -101,6 +106,8 @@ export class LogDestination {
    * already in flight may land after the ones made here; `flush()` waits for it instead.
    */
   readonly flushSync = (): void => {
+    // A destination that failed (a disk full, a reader gone) is dropped (see the constructor).
+    if (this.closed) return;
     this.drain();
     this.out.flushSync();
   };
