@@ -19,6 +19,9 @@ import type { Neighbour, VectorIndex } from './interface.ts';
 
 type Graph = InstanceType<typeof usearch.Index>;
 
+/** usearch's thread count for inserts (0 would be one per core; see `addNew`). */
+const SINGLE_THREAD = 1;
+
 /** How the graph stores vectors: half precision keeps recall on near-duplicates at half the memory. */
 export type Quantization = 'f32' | 'f16' | 'i8';
 
@@ -101,7 +104,7 @@ export class HybridIndex implements VectorIndex {
         this.promote(partition);
         graph = this.graphs.get(partition) as Graph;
       }
-      // Keys already present are replaced one by one; new keys go in one multi-threaded call.
+      // Keys already present are replaced one by one; new keys go in one call.
       const fresh = new Map<number, { id: number; vector: Float32Array }>();
       for (const it of list) {
         if (graph.contains(BigInt(it.id))) this.addToGraph(graph, it.id, it.vector);
@@ -112,7 +115,12 @@ export class HybridIndex implements VectorIndex {
     }
   }
 
-  /** Adds vectors under keys the graph does not hold, in one multi-threaded call. */
+  /**
+   * Adds vectors under keys the graph does not hold, in one call on one thread. usearch's
+   * concurrent inserts (unum-cloud/USearch#735) leave some nodes linked to no other: stored, yet
+   * never found by a search, not even with their own vector, so an entry of a partition promoted
+   * to a graph, or loaded into one at start, could stop matching for good.
+   */
   private addNew(graph: Graph, items: readonly { id: number; vector: Float32Array }[]): void {
     if (items.length === 0) return;
     const matrix = new Float32Array(items.length * this.dimensions);
@@ -121,7 +129,7 @@ export class HybridIndex implements VectorIndex {
       matrix.set(it.vector, i * this.dimensions);
       keys[i] = BigInt(it.id);
     });
-    graph.add(keys, matrix, 0);
+    graph.add(keys, matrix, SINGLE_THREAD);
   }
 
   private newGraph(): Graph {
