@@ -161,6 +161,18 @@ describe('CalibratedScorer', () => {
     assert.equal(scorer.differs(side('Which countries border France?'), side('What countries are next to Spain?')), null);
   });
 
+  test('texts whose letters the encoder has no pieces for differ are other requests; the same letters are not', () => {
+    const scorer = new CalibratedScorer();
+    const side = (text: string): Side => ({ text, vector: new Float32Array(512) });
+    assert.match(scorer.differs(side('北京是哪个国家的首都？'), side('东京是哪个国家的首都？')) ?? '', /unreadable/);
+    assert.match(scorer.differs(side('ما هي عاصمة فرنسا؟'), side('ما هي عاصمة ألمانيا؟')) ?? '', /unreadable/);
+    assert.equal(scorer.score(side('東京の人口は？'), side('大阪の人口は？'), 1), 0);
+    // Spaces and punctuation between them, and accents on Latin letters, are no difference.
+    assert.equal(scorer.differs(side('北京是哪个国家的首都？'), side('北京 是哪个国家的首都?')), null);
+    assert.equal(scorer.differs(side('What is the capital of Việt Nam?'), side('What is the capital of Viet Nam?')), null);
+    assert.equal(scorer.differs(side('How do I reset my password?'), side('How can I reset my password?')), null);
+  });
+
   test('identical texts score 1 whatever the runner-up', () => {
     const scorer = new CalibratedScorer();
     assert.equal(scorer.score(candidate, { ...candidate }, 1, 0.999), 1);

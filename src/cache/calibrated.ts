@@ -5,6 +5,7 @@ import { differentRequest, otherNames } from './contrast.ts';
 import { analyse, aroundShared, AUXILIARIES, FEATURE_NAMES, opensQuestion, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
 import { unwrap, type Unwrapped } from './wording.ts';
+import { unreadableLetters } from './unreadable.ts';
 import { loadKin } from './wordnet.ts';
 
 /** Texts up to this length have their analysis remembered, and are checked by `differs`. */
@@ -333,6 +334,17 @@ function writtenOutByOther(x: Read, y: Read): Set<string> {
 }
 
 /**
+ * Why two texts are other requests however near their vectors: the letters the encoder cannot
+ * read differ (`unreadableLetters`: "北京是哪个国家的首都？" / "东京是哪个国家的首都？" embed alike, as
+ * two unknown pieces). Null when they are the same, as in any two English texts.
+ */
+function otherUnreadable(a: string, b: string): string | null {
+  const ua = unreadableLetters(a);
+  const ub = unreadableLetters(b);
+  return ua === ub ? null : `unreadable letters ${ua || '(none)'}/${ub || '(none)'}`;
+}
+
+/**
  * `similarity_score` as the calibrated probability that a cached answer for the candidate is a
  * right answer for the query, from a small model over the two vectors and cheap text checks
  * (numbers, negation, names, rare words, question words, word overlap). When the partition holds
@@ -468,7 +480,7 @@ export class CalibratedScorer implements HitScorer {
       const wrappedA = unwrap(query.text);
       const wrappedB = unwrap(candidate.text);
       const [a, b] = this.pair(query, candidate, wrappedA, wrappedB, false);
-      why = otherAcronyms(a, b) ?? differentRequest(a, b);
+      why = otherUnreadable(query.text, candidate.text) ?? otherAcronyms(a, b) ?? differentRequest(a, b);
       // A request against a question (read kindly by the first stage) that names another person or
       // place: "List the countries that border France" / "Which countries border Spain?".
       if (why === null && requestAndQuestion(wrappedA, a, wrappedB, b)) why = otherNames(a, b, true);

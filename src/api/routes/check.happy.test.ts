@@ -529,4 +529,24 @@ describe('POST /api/v1/check', () => {
     assert.equal(forModel.answer, 'Paris, for gpt-4o');
     assert.equal(forModel.metadata.model, 'gpt-4o');
   });
+
+  test('questions in a script the encoder has no pieces for are a miss when those letters differ, and hit when they are the same', async () => {
+    // Each run of such letters is one unknown piece to the encoder: these pairs embed exactly alike.
+    for (const [stored, other] of [
+      ['北京是哪个国家的首都？', '东京是哪个国家的首都？'],
+      ['東京の人口は？', '大阪の人口は？'],
+      ['ما هي عاصمة فرنسا؟', 'ما هي عاصمة ألمانيا؟'],
+      ['What does 你好 mean?', 'What does 谢谢 mean?'],
+    ] as const) {
+      const namespace = `unreadable ${stored}`;
+      await t.post('/api/v1/store', { messages: [user(stored)], answer: `the answer to ${stored}`, namespace }, key);
+      const res = (await t.post('/api/v1/check', { messages: [user(other)], namespace }, key)).json();
+      assert.equal(res.cache_hit, false, `${stored} / ${other}: ${JSON.stringify(res)}`);
+    }
+    const same = (
+      await t.post('/api/v1/check', { messages: [user('What is the meaning of 你好?')], namespace: 'unreadable What does 你好 mean?' }, key)
+    ).json();
+    assert.equal(same.cache_type, 'semantic', JSON.stringify(same));
+    assert.equal(same.answer, 'the answer to What does 你好 mean?');
+  });
 });
