@@ -15,7 +15,10 @@ class Partition {
   readonly slot = new Map<number, number>();
 
   constructor(private readonly dims: number) {
-    this.data = new Float32Array(dims * 16);
+    // Room for one vector, doubled as it fills: most partitions hold one or a few (a system
+    // message that names its user or the day makes a partition per conversation), and room for
+    // 16 made each of them take 32 KB for its 2 KB vector.
+    this.data = new Float32Array(dims);
   }
 
   add(id: number, v: Float32Array): void {

@@ -106,6 +106,19 @@ for (const [name, make] of [
   });
 }
 
+describe('memory', () => {
+  test('partitions of one vector each (a system message per user) hold about their vectors, not a block each', () => {
+    const index = new HybridIndex(512);
+    const vectors = Array.from({ length: 2000 }, (_, i) => randomUnit(i + 1, 512));
+    const before = process.memoryUsage().arrayBuffers;
+    vectors.forEach((v, i) => index.add(`account:context ${i + 1}`, i + 1, v));
+    const perVector = (process.memoryUsage().arrayBuffers - before) / index.size;
+    assert.equal(index.size, 2000);
+    // A vector is 2,048 bytes; each partition took 32 KB before.
+    assert.ok(perVector < 4096, `${Math.round(perVector)} bytes of arrays per vector`);
+  });
+});
+
 describe('HNSW graph', () => {
   test('every vector of a partition promoted or loaded at once is found by its own vector', () => {
     // Clusters of near-duplicates, as a crowded account's questions are. Several builds: a graph
