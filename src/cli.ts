@@ -1,8 +1,7 @@
-import { existsSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, type Config } from './config.ts';
 import { createKey } from './keys/keys.ts';
-import { openStore, sqlitePath } from './runtime.ts';
+import { openStore, sqlitePath, storeExists } from './runtime.ts';
 import type { Store } from './store/interface.ts';
 
 /** A command used wrongly: the message, then the help. */
@@ -38,17 +37,19 @@ function parse<O extends Options>(command: string, args: string[], options: O, p
 }
 
 /**
- * Opens the configured store. Only `keys create` may start a new SQLite database (before the
- * server's first start); other commands on a data directory without one would only report an
- * empty one, so they say where they looked. A database made by `keys create` is announced on
- * stderr, so a mistyped REPRISE_DATA_DIR does not go unnoticed.
+ * Opens the configured store. Only `keys create` may start a new store (a SQLite database, or
+ * Reprise's tables in a PostgreSQL schema) before the server's first start; other commands on a
+ * data directory or schema without one would only report an empty one, so they say where they
+ * looked. A store made by `keys create` is announced on stderr, so a mistyped REPRISE_DATA_DIR or
+ * REPRISE_PG_SCHEMA (or a forgotten one) does not go unnoticed.
  */
 async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>, err?: Out, mayCreate = false): Promise<T> {
-  if (!config.databaseUrl && !existsSync(sqlitePath(config))) {
-    if (!mayCreate) {
-      throw new CommandError(`no database at ${sqlitePath(config)} (REPRISE_DATA_DIR): start the server once, or check the path`);
-    }
-    err?.(`reprise: no database at ${sqlitePath(config)} (REPRISE_DATA_DIR) yet; creating it`);
+  if (!(await storeExists(config))) {
+    const [missing, check] = config.databaseUrl
+      ? [`no Reprise tables in schema ${config.pgSchema} of DATABASE_URL (REPRISE_PG_SCHEMA)`, 'the schema']
+      : [`no database at ${sqlitePath(config)} (REPRISE_DATA_DIR)`, 'the path'];
+    if (!mayCreate) throw new CommandError(`${missing}: start the server once, or check ${check}`);
+    err?.(`reprise: ${missing} yet; creating ${config.databaseUrl ? 'them' : 'it'}`);
   }
   const store = await openStore(config);
   try {

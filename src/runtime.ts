@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AppContext } from './api/context.ts';
 import type { Config } from './config.ts';
@@ -48,6 +48,19 @@ export async function openStore(config: Config): Promise<Store> {
     // Said in terms of the setting to change, not as a stack trace.
     const where = config.databaseUrl ? 'DATABASE_URL (PostgreSQL)' : `REPRISE_DATA_DIR (${sqlitePath(config)})`;
     throw new StoreOpenError(`cannot open the store at ${where}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * Whether the configured store has been made: the SQLite file, or Reprise's tables in the
+ * PostgreSQL schema. Nothing is made by asking.
+ */
+export async function storeExists(config: Config): Promise<boolean> {
+  if (!config.databaseUrl) return existsSync(sqlitePath(config));
+  try {
+    return await PostgresStore.initialised(config.databaseUrl, config.pgSchema);
+  } catch (err) {
+    throw new StoreOpenError(`cannot open the store at DATABASE_URL (PostgreSQL): ${(err as Error).message}`, { cause: err });
   }
 }
 

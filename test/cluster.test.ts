@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, user, type TestApp } from './helpers.ts';
+import { runCli } from './process.ts';
 import { eventually, freshSchema, serviceUrl, skipReason, uniquePrefix } from './services.ts';
 
 const skip = skipReason('DATABASE_URL') || skipReason('REDIS_URL');
@@ -108,5 +110,51 @@ describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
     assert.equal(ua.cache_misses, 2);
     const hit = (await a.post('/api/v1/check', { messages }, key)).json();
     assert.equal(hit.metadata.usage_count, 3);
+  });
+});
+
+describe('cluster: the CLI against PostgreSQL', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  after(drop);
+
+  test('only keys create makes the tables of a schema that has none, and says so; other commands name the schema', async () => {
+    const env = { DATABASE_URL: serviceUrl('DATABASE_URL') as string, REPRISE_PG_SCHEMA: schema, REPRISE_DATA_DIR: tempDir() };
+    const schemaExists = async () => {
+      const client = new pg.Client({ connectionString: env.DATABASE_URL });
+      await client.connect();
+      try {
+        return (await client.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [schema])).rowCount === 1;
+      } finally {
+        await client.end();
+      }
+    };
+    // A mistyped or forgotten REPRISE_PG_SCHEMA would otherwise list an empty schema made on the spot.
+    for (const args of [
+      ['accounts', 'list'],
+      ['keys', 'list', '--account', 'acme'],
+    ]) {
+      const res = await runCli(args, env);
+      assert.equal(res.code, 1, args.join(' '));
+      assert.equal(
+        res.stderr.trim(),
+        `reprise: no Reprise tables in schema ${schema} of DATABASE_URL (REPRISE_PG_SCHEMA): start the server once, or check the schema`,
+      );
+    }
+    assert.equal(await schemaExists(), false);
+    const created = await runCli(['keys', 'create', '--account', 'acme', '--json'], env);
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(
+      created.stderr,
+      new RegExp(`no Reprise tables in schema ${schema} of DATABASE_URL \\(REPRISE_PG_SCHEMA\\) yet; creating them`),
+    );
+    const again = await runCli(['keys', 'create', '--account', 'acme', '--json'], env);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(again.stderr, '');
+    const listed = await runCli(['accounts', 'list', '--json'], env);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(
+      JSON.parse(listed.stdout).map((a: { name: string }) => a.name),
+      ['acme'],
+    );
   });
 });

@@ -254,6 +254,24 @@ export class PostgresStore implements Store {
     return store;
   }
 
+  /**
+   * Whether `schema` holds Reprise's tables (a node or `reprise keys create` has opened it), read
+   * without making anything: opening the store makes the schema and its tables when they are missing.
+   */
+  static async initialised(url: string, schema = 'public'): Promise<boolean> {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+    await client.connect();
+    try {
+      const { rowCount } = await client.query(
+        `SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'schema_migrations'`,
+        [schema],
+      );
+      return rowCount === 1;
+    } finally {
+      await client.end();
+    }
+  }
+
   /** Applies pending migrations under an advisory lock, so nodes starting together are safe. */
   private async migrate(): Promise<void> {
     await this.withClient(async (client) => {
