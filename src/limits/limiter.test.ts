@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { serviceUrl, skipReason, uniquePrefix } from '../../test/services.ts';
+import { freePort, PrivateRedis } from '../../test/private-servers.ts';
+import { eventually, serviceUrl, skipReason, uniquePrefix } from '../../test/services.ts';
 import type { BucketRule, RateLimiter } from './interface.ts';
 import { MemoryRateLimiter } from './memory.ts';
-import { RedisRateLimiter } from './redis.ts';
+import { RedisRateLimiter, type RedisScripting } from './redis.ts';
 
 /** `shared`: separate instances (nodes) see the same buckets. */
 function conformance(name: string, make: () => RateLimiter, shared: boolean, skip: string | false = false) {
@@ -114,5 +115,44 @@ describe('in-memory limiter when full', () => {
     await l.consume('address-3', address);
     assert.equal((await l.consume('account', account, 0)).remaining, 41);
     await l.close();
+  });
+});
+
+describe('Redis limiter when Redis answers but refuses its writes', { skip: skipReason('REDIS_URL') }, () => {
+  let server: PrivateRedis;
+  before(async () => {
+    server = new PrivateRedis(await freePort());
+    await server.start();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test('a read-only replica (after a failover) is one outage, not one a second: pings that succeed do not end it', async () => {
+    const redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
+    redis.on('error', () => undefined);
+    // A replica of a primary that does not exist: it answers every command and refuses writes.
+    await redis.call('REPLICAOF', '127.0.0.1', String(await freePort()));
+    let calls = 0;
+    const counted: RedisScripting = {
+      evalsha: (...args) => redis.evalsha(...args).finally(() => calls++),
+      script: (sub, s) => redis.script(sub, s).finally(() => calls++),
+    };
+    let fallbacks = 0;
+    let recoveries = 0;
+    const l = new RedisRateLimiter(counted, { retryMs: 10, onFallback: () => fallbacks++, onRecover: () => recoveries++ }, async () =>
+      redis.disconnect(),
+    );
+    try {
+      const rule = { capacity: 100, refillPerSecond: 1, limit: 60 };
+      // Redis is asked again every 10 ms while requests come: a dozen times before this ends.
+      const asked = await eventually(async () => (await l.consume('k', rule)).allowed && calls >= 12);
+      assert.ok(asked, `Redis was asked again (${calls} calls)`);
+      assert.equal(fallbacks, 1, 'the outage is reported once');
+      assert.equal(recoveries, 0, 'Redis still refuses the limiter, so it is not back');
+      assert.equal(l.degraded, true);
+    } finally {
+      await l.close();
+    }
   });
 });

@@ -38,6 +38,9 @@ redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - tokens) / rate * 1000) + 10
 return {allowed, tostring(tokens), now}
 `;
 
+/** The bucket the probe runs the script on while Redis is not used: it takes nothing from it. */
+const PROBE_RULE: BucketRule = { capacity: 1, refillPerSecond: 1, limit: 1 };
+
 export interface RedisLimiterOptions {
   /** Prefix of every key, e.g. `reprise:`; lets several deployments share one Redis. */
   prefix?: string;
@@ -127,16 +130,20 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
-  /** Asks Redis in the background whether it answers again (loading the script), when it is time. */
+  /**
+   * Asks Redis in the background whether it serves the limiter again, when it is time: the script
+   * is run on a bucket of its own, taking nothing. A command that only reads (loading the script, a
+   * ping) succeeds on a Redis that refuses writes (a read-only replica after a failover, a full
+   * memory), and would end an outage that the next request finds again, once a retry interval.
+   */
   private probe(): void {
     if (this.probing || this.now() < this.retryAt) return;
     this.probing = true;
     const call = ++this.calls;
     Promise.resolve()
-      .then(() => this.redis.script('LOAD', SCRIPT))
+      .then(() => this.run('probe', PROBE_RULE, 0))
       .then(
-        (sha) => {
-          this.sha = String(sha);
+        () => {
           if (this.fellBack && call > this.lastFailed) {
             this.fellBack = false;
             this.opts.onRecover?.();
