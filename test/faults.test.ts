@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { sqlitePath } from '../src/runtime.ts';
 import { startTestApp, tempDir, user, type TestApp } from './helpers.ts';
@@ -93,6 +94,44 @@ describe('faults: PostgreSQL restarts and Redis goes away during traffic', { ski
       assert.equal(hit.answer, `answer ${i}`);
     }
   });
+  test('PostgreSQL that takes no writes (a standby after a failover): stores 503, checks answered, stores again once it takes them', async () => {
+    const messages = [user('stored before the database turned read-only')];
+    assert.equal((await node.post('/api/v1/store', { messages, answer: 'kept' }, key)).statusCode, 200);
+    // Every session, the node's open ones too, reads the setting again at its next command.
+    const readOnly = async (on: boolean) => {
+      const admin = new pg.Client({ connectionString: pgServer.url, options: '-c default_transaction_read_only=off' });
+      await admin.connect();
+      try {
+        await admin.query(on ? 'ALTER SYSTEM SET default_transaction_read_only = on' : 'ALTER SYSTEM RESET default_transaction_read_only');
+        await admin.query('SELECT pg_reload_conf()');
+      } finally {
+        await admin.end();
+      }
+    };
+    await readOnly(true);
+    try {
+      let store: Awaited<ReturnType<TestApp['post']>> | undefined;
+      assert.ok(
+        await eventually(async () => {
+          store = await node.post('/api/v1/store', { messages: [user('written while read-only')], answer: 'x' }, key);
+          return store.statusCode !== 200;
+        }),
+        'a store is refused once the database takes no writes',
+      );
+      assert.equal(store?.statusCode, 503, store?.body);
+      assert.equal(store?.json().error.code, 'SERVICE_UNAVAILABLE');
+      const hit = await node.post('/api/v1/check', { messages }, key);
+      assert.equal(hit.statusCode, 200);
+      assert.equal(hit.json().answer, 'kept');
+    } finally {
+      await readOnly(false);
+    }
+    const back = await eventually(
+      async () => (await node.post('/api/v1/store', { messages: [user('written after')], answer: 'y' }, key)).statusCode === 200,
+    );
+    assert.ok(back, 'stores are taken again once the database takes writes');
+  });
+
   test('Redis that accepts connections and never answers: requests do not wait for it', { timeout: 60_000 }, async () => {
     const pausedMs = 8000;
     const until = Date.now() + pausedMs;

@@ -37,6 +37,20 @@ function isConnectionError(err: unknown): boolean {
   return /^(08|57P|53)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code);
 }
 
+/**
+ * A database that takes no writes now: a standby (after a failover, DATABASE_URL still names the
+ * old primary) or one set read-only. Not a bad query: the same write succeeds once it takes them,
+ * so it is answered 503, for the client to retry, not 500.
+ */
+function refusesWrites(err: unknown): boolean {
+  return (err as { code?: unknown }).code === '25006';
+}
+
+/** Errors of a database that cannot serve the request now, answered 503 (`StoreUnavailableError`). */
+function isUnavailable(err: unknown): boolean {
+  return isConnectionError(err) || refusesWrites(err);
+}
+
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE accounts (
      id TEXT PRIMARY KEY,
@@ -299,7 +313,7 @@ export class PostgresStore implements Store {
     try {
       return (await this.pool.query(sql, args)).rows as Row[];
     } catch (err) {
-      throw isConnectionError(err) ? new StoreUnavailableError(err) : err;
+      throw isUnavailable(err) ? new StoreUnavailableError(err) : err;
     }
   }
 
@@ -312,7 +326,7 @@ export class PostgresStore implements Store {
     try {
       await this.counters.query(sql, args);
     } catch (err) {
-      throw isConnectionError(err) ? new StoreUnavailableError(err) : err;
+      throw isUnavailable(err) ? new StoreUnavailableError(err) : err;
     }
   }
 
@@ -348,7 +362,7 @@ export class PostgresStore implements Store {
     } catch (err) {
       if (lost === undefined && isConnectionError(err)) lost = err as Error;
       if (lost === undefined) await client.query('ROLLBACK').catch(() => undefined);
-      throw lost !== undefined ? new StoreUnavailableError(err) : err;
+      throw lost !== undefined || refusesWrites(err) ? new StoreUnavailableError(err) : err;
     } finally {
       client.off('error', onError);
       client.release(lost);
