@@ -4,6 +4,7 @@ import pg from 'pg';
 import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
 import { entry, storeConformance } from './conformance.ts';
 import { CHANGES_KEPT_DAYS, PostgresStore } from './postgres.ts';
+import { emptyDelta } from '../cache/usage.ts';
 
 storeConformance(
   'PostgreSQL',
@@ -126,6 +127,43 @@ describe('PostgreSQL store beside other writers: key lookups and the change log'
       rows.map((r) => Number(r.entry_id)),
       [3, 4],
     );
+  });
+});
+
+describe('PostgreSQL store written by two nodes at once', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  let store: PostgresStore;
+  let second: PostgresStore;
+  before(async () => {
+    store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+    second = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+  });
+  after(async () => {
+    await second.close();
+    await store.close();
+    await drop();
+  });
+
+  test('counts written by two nodes at the same moment, each in its own order, do not deadlock', async () => {
+    const accounts = await Promise.all(Array.from({ length: 12 }, (_, i) => store.createAccount(`counted-${i}`, 'free')));
+    const entries = await Promise.all(accounts.map((a) => store.putEntry(entry(a.id))));
+    const bucket = '2026-11-27T11:00:00.000Z';
+    const usage = accounts.map((a) => ({ ...emptyDelta(), accountId: a.id, bucket, requests: 1 }));
+    const hits = entries.map((e) => [e.id, { count: 1, at: bucket, lookupMs: 1, createdAt: e.createdAt }] as const);
+    // Each node lists its counts in the order it first saw them, which differs between nodes.
+    const failures = new Set<string>();
+    for (let round = 0; round < 100; round++) {
+      const results = await Promise.allSettled([
+        store.addUsage(usage),
+        second.addUsage([...usage].reverse()),
+        store.recordHits(new Map(hits)),
+        second.recordHits(new Map([...hits].reverse())),
+      ]);
+      for (const r of results) if (r.status === 'rejected') failures.add(String((r.reason as { code?: string }).code ?? r.reason));
+    }
+    assert.deepEqual([...failures], []);
+    const [counted] = await store.getUsage(accounts[0]?.id ?? '', {});
+    assert.equal(counted?.requests, 200);
   });
 });
 

@@ -164,6 +164,19 @@ interface Row {
   [k: string]: unknown;
 }
 
+/**
+ * Rows of a batch in one order, the same on every node. Two nodes writing counts to the same rows
+ * at the same moment each in the order it first counted them would lock them in opposite orders
+ * and deadlock: PostgreSQL waits a second (`deadlock_timeout`) before failing one of the batches.
+ */
+function inLockOrder<T>(items: readonly T[], key: (item: T) => string | number): T[] {
+  return [...items].sort((a, b) => {
+    const ka = key(a);
+    const kb = key(b);
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+  });
+}
+
 const num = (v: unknown): number => (typeof v === 'string' ? Number(v) : (v as number));
 const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 
@@ -478,7 +491,7 @@ export class PostgresStore implements Store {
 
   async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
     if (lastUsed.size === 0) return;
-    const ids = [...lastUsed.keys()];
+    const ids = inLockOrder([...lastUsed.keys()], (id) => id);
     await this.counterQuery(
       `UPDATE api_keys k SET last_used_at = u.at FROM unnest($1::text[], $2::text[]) AS u(id, at)
         WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
@@ -605,7 +618,7 @@ export class PostgresStore implements Store {
 
   async recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void> {
     if (hits.size === 0) return;
-    const ids = [...hits.keys()];
+    const ids = inLockOrder([...hits.keys()], (id) => id);
     await this.counterQuery(
       `UPDATE entries e SET usage_count = e.usage_count + h.n, last_hit_at = GREATEST(COALESCE(e.last_hit_at, ''), h.at),
               lookup_ms_total = e.lookup_ms_total + h.ms
@@ -758,8 +771,9 @@ export class PostgresStore implements Store {
     return num((await this.q('SELECT COALESCE(MAX(seq), 0) AS s FROM entry_changes'))[0]?.s);
   }
 
-  async addUsage(rows: readonly UsageRow[]): Promise<void> {
-    if (rows.length === 0) return;
+  async addUsage(batch: readonly UsageRow[]): Promise<void> {
+    if (batch.length === 0) return;
+    const rows = inLockOrder(batch, (r) => `${r.accountId}\u0000${r.bucket}`);
     await this.counterQuery(
       `INSERT INTO usage (account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores)
        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::float8[], $7::bigint[], $8::float8[], $9::bigint[])
