@@ -173,6 +173,23 @@ describe('CalibratedScorer', () => {
     assert.equal(scorer.differs(side('How do I reset my password?'), side('How can I reset my password?')), null);
   });
 
+  test('texts of no words that differ are other requests; a word on either side leaves them to the model', () => {
+    const scorer = new CalibratedScorer();
+    const v = new Float32Array(512);
+    v[0] = 1;
+    const side = (text: string): Side => ({ text, vector: v });
+    for (const [a, b] of [
+      ['😡', '🙂'],
+      ['👍', '👎'],
+      ['?', '!'],
+    ]) {
+      assert.match(scorer.differs(side(a as string), side(b as string)) ?? '', /no words/, `${a} / ${b}`);
+      assert.equal(scorer.score(side(a as string), side(b as string), 0.998), 0, `${a} / ${b}`);
+    }
+    assert.equal(scorer.score(side('👍'), side('👍'), 1), 1);
+    assert.equal(scorer.differs(side('😡'), side('I am angry')), null);
+  });
+
   test('identical texts score 1 whatever the runner-up', () => {
     const scorer = new CalibratedScorer();
     assert.equal(scorer.score(candidate, { ...candidate }, 1, 0.999), 1);

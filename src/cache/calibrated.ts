@@ -345,6 +345,16 @@ function otherUnreadable(a: string, b: string): string | null {
 }
 
 /**
+ * Why two texts of no words at all (emoji, signs: "😡" / "🙂", "👍" / "👎") are other requests when
+ * they differ: the encoder has a piece for few such characters, so they embed nearly alike (0.998),
+ * and the model, with no words to compare, read them as the same question. Null when either text
+ * has a word.
+ */
+function otherWordless(a: Read, b: Read): string | null {
+  return a.normalised === '' && b.normalised === '' && a.canonical !== b.canonical ? `no words: ${a.canonical}/${b.canonical}` : null;
+}
+
+/**
  * `similarity_score` as the calibrated probability that a cached answer for the candidate is a
  * right answer for the query, from a small model over the two vectors and cheap text checks
  * (numbers, negation, names, rare words, question words, word overlap). When the partition holds
@@ -480,7 +490,7 @@ export class CalibratedScorer implements HitScorer {
       const wrappedA = unwrap(query.text);
       const wrappedB = unwrap(candidate.text);
       const [a, b] = this.pair(query, candidate, wrappedA, wrappedB, false);
-      why = otherUnreadable(query.text, candidate.text) ?? otherAcronyms(a, b) ?? differentRequest(a, b);
+      why = otherUnreadable(query.text, candidate.text) ?? otherWordless(a, b) ?? otherAcronyms(a, b) ?? differentRequest(a, b);
       // A request against a question (read kindly by the first stage) that names another person or
       // place: "List the countries that border France" / "Which countries border Spain?".
       if (why === null && requestAndQuestion(wrappedA, a, wrappedB, b)) why = otherNames(a, b, true);
