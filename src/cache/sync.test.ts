@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { closeSharedEmbedder, sharedEmbedder } from '../../test/helpers.ts';
+import { freePort, PrivatePostgres } from '../../test/private-servers.ts';
 import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
 import type { Embedder } from '../embedding/interface.ts';
 import type { Account, Entry } from '../store/interface.ts';
-import { PostgresStore } from '../store/postgres.ts';
+import { CHANGES_CHANNEL, PostgresStore } from '../store/postgres.ts';
 import { BruteForceIndex } from '../vector/brute.ts';
 import { partitionOf } from './context.ts';
 import { IndexSync } from './sync.ts';
@@ -155,5 +156,47 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
       await pending.commit();
       await impatient.stop();
     }
+  });
+});
+
+// A server of the test's own, so that its connections are the only ones counted.
+describe('index sync: the connection that hears changes', { skip: skipReason('DATABASE_URL') }, () => {
+  let server: PrivatePostgres;
+  let store: PostgresStore;
+  let admin: pg.Client;
+  before(async () => {
+    server = new PrivatePostgres(await freePort());
+    await server.init();
+    await server.start();
+    store = await PostgresStore.open(server.url);
+    admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+  });
+  after(async () => {
+    await admin?.end();
+    await store?.close();
+    await server?.destroy();
+    await closeSharedEmbedder();
+  });
+
+  const listening = `SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN ${CHANGES_CHANNEL}'`;
+  const listeners = async () => (await admin.query(listening)).rowCount ?? 0;
+
+  test('a lost connection is replaced by one, however often the node polls meanwhile; stopping ends it', async () => {
+    // Polls every 5 ms: many catch-ups find the connection missing while a new one is being opened.
+    const sync = new IndexSync(store, new BruteForceIndex(512), await sharedEmbedder(), server.url, { pollMs: 5 });
+    await sync.mark();
+    await sync.start();
+    try {
+      assert.ok(await eventually(async () => (await listeners()) === 1), 'the node listens');
+      for (let i = 0; i < 3; i++) {
+        await admin.query(`SELECT pg_terminate_backend(pid) FROM (${listening}) l`);
+        assert.ok(await eventually(async () => (await listeners()) >= 1), 'the node listens again');
+      }
+    } finally {
+      await sync.stop();
+    }
+    // Every connection it opened is closed with it: none was left listening behind another.
+    assert.ok(await eventually(async () => (await listeners()) === 0), `${await listeners()} connections still listening`);
   });
 });

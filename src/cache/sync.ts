@@ -54,6 +54,8 @@ export class IndexSync {
   /** Numbers below `lastSeq` given up on, with when they were first missed: looked for still. */
   private readonly late = new Map<number, number>();
   private client: pg.Client | null = null;
+  /** The connection being opened, if any: one at a time, whatever the polls meanwhile. */
+  private connecting: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
@@ -80,24 +82,47 @@ export class IndexSync {
   async start(): Promise<void> {
     this.timer = setInterval(() => this.poke(), this.opts.pollMs ?? 1000);
     this.timer.unref();
-    await this.listen().catch((err: unknown) => this.opts.onError?.(err));
+    await this.reconnect();
     this.poke();
   }
 
+  /**
+   * Opens the connection that hears changes, unless it is open or being opened. Each catch-up
+   * without it asks for it; two opened at once would leave one listening for good, never closed.
+   */
+  private reconnect(): Promise<void> {
+    if (this.stopped || this.client) return Promise.resolve();
+    this.connecting ??= this.listen()
+      .catch((err: unknown) => this.opts.onError?.(err))
+      .finally(() => {
+        this.connecting = null;
+      });
+    return this.connecting;
+  }
+
   private async listen(): Promise<void> {
-    if (this.stopped) return;
     const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 3000, keepAlive: true });
+    // Only the connection in use is let go here: an error of one replaced since says nothing of it.
     client.on('error', (err) => {
       this.opts.onError?.(err);
-      this.client = null;
+      if (this.client === client) this.client = null;
       client.end().catch(() => undefined);
     });
     client.on('end', () => {
       if (this.client === client) this.client = null;
     });
     client.on('notification', () => this.poke());
-    await client.connect();
-    await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => undefined);
+      return;
+    }
     this.client = client;
   }
 
@@ -112,7 +137,7 @@ export class IndexSync {
       .catch((err: unknown) => this.opts.onError?.(err))
       .finally(() => {
         this.running = null;
-        if (!this.client && !this.stopped) this.listen().catch((err: unknown) => this.opts.onError?.(err));
+        void this.reconnect();
         if (this.again) {
           this.again = false;
           this.poke();
@@ -181,6 +206,9 @@ export class IndexSync {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await (this.running ?? Promise.resolve());
+    // A connection still being opened is closed by `listen` once open: not waited for here, as a
+    // server that stopped answering would hold the node's shutdown.
     await this.client?.end().catch(() => undefined);
+    this.client = null;
   }
 }
