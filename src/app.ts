@@ -22,6 +22,7 @@ import { healthRoute } from './api/routes/health.ts';
 import { entriesRoutes } from './api/routes/entries.ts';
 import { dashboardRoutes } from './dashboard/routes.ts';
 import type { BucketRule, LimitResult } from './limits/interface.ts';
+import { MemoryRateLimiter } from './limits/memory.ts';
 import { Metrics } from './api/metrics.ts';
 import { isSqliteUnavailable } from './store/sqlite.ts';
 
@@ -83,7 +84,12 @@ function errorReply(apiError: ApiError, cause: Error, request: FastifyRequest, r
 }
 
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
-  const limiter = ctx.limiter;
+  // Requests without a key are limited by each node on its own, also in a cluster: the limit keeps
+  // one address from flooding a node. Shared by the nodes, a load balancer probing every node's
+  // /healthz from one address would find all of them refusing it (429) once its probes of all nodes
+  // together passed the limit, and take the whole cluster out of service; nor does a probe wait for
+  // Redis. Keyed requests, sign-ins and failed authentications are limited across nodes.
+  const limiter = new MemoryRateLimiter();
   // A number of proxies: believe that many hops of X-Forwarded-For, counted from this server.
   const trust = ctx.config.trustProxy;
   const app = Fastify({

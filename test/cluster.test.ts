@@ -83,6 +83,18 @@ describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
     assert.equal(last.headers['x-ratelimit-remaining'], '0');
   });
 
+  test("a load balancer's health probes of every node do not add up: each node limits an address's public requests on its own", async () => {
+    // One address probing many nodes often would otherwise find every node refusing its probes
+    // (429) once they pass the limit together, and take the whole cluster out of service.
+    let refused = false;
+    for (let i = 0; i < 2000 && !refused; i++) refused = (await a.get('/healthz')).statusCode === 429;
+    assert.ok(refused, 'node A refuses the address once past its limit');
+    const probe = await b.get('/healthz');
+    assert.equal(probe.statusCode, 200);
+    assert.equal(probe.headers['x-ratelimit-limit'], '600');
+    assert.equal(probe.headers['x-ratelimit-remaining'], '999');
+  });
+
   test('usage read from either node adds up to the same figures once both have written their counts', async () => {
     const key = await a.key('counted');
     const messages = [user('Name the largest ocean.')];

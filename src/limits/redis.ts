@@ -76,6 +76,9 @@ export class RedisRateLimiter implements RateLimiter {
   /** While fallen back: when Redis may be asked again, and whether a question is out. */
   private retryAt = 0;
   private probing = false;
+  /** While fallen back: asks Redis again with no request coming, so that health says when it is back. */
+  private retryTimer: NodeJS.Timeout | null = null;
+  private closed = false;
   private readonly retryMs: number;
   private readonly now: () => number;
 
@@ -110,8 +113,7 @@ export class RedisRateLimiter implements RateLimiter {
     try {
       const [allowed, tokens, now] = await this.run(key, rule, cost);
       if (this.fellBack && call > this.lastFailed) {
-        this.fellBack = false;
-        this.opts.onRecover?.();
+        this.recovered();
       }
       return bucketResult(rule, Number(tokens), allowed === 1, Number(now));
     } catch (err) {
@@ -128,6 +130,21 @@ export class RedisRateLimiter implements RateLimiter {
       this.fellBack = true;
       this.opts.onFallback?.(err);
     }
+    if (this.retryTimer === null && !this.closed) {
+      this.retryTimer = setInterval(() => this.probe(), this.retryMs);
+      this.retryTimer.unref();
+    }
+  }
+
+  private recovered(): void {
+    this.fellBack = false;
+    this.stopRetrying();
+    this.opts.onRecover?.();
+  }
+
+  private stopRetrying(): void {
+    if (this.retryTimer !== null) clearInterval(this.retryTimer);
+    this.retryTimer = null;
   }
 
   /**
@@ -145,8 +162,7 @@ export class RedisRateLimiter implements RateLimiter {
       .then(
         () => {
           if (this.fellBack && call > this.lastFailed) {
-            this.fellBack = false;
-            this.opts.onRecover?.();
+            this.recovered();
           }
         },
         (err: unknown) => this.failed(call, err),
@@ -159,6 +175,8 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    this.stopRetrying();
     await this.fallback.close();
     await this.close_();
   }
