@@ -197,3 +197,28 @@ describe('PostgreSQL store beside a node of the version before public entry ids'
     assert.equal(again.publicId, listed.publicId);
   });
 });
+
+describe('PostgreSQL store in a schema named with a reserved word', { skip: skipReason('DATABASE_URL') }, () => {
+  // REPRISE_PG_SCHEMA takes any lower-case identifier, "user" and "order" among them.
+  const schema = 'user';
+  const dropSchema = async () => {
+    const client = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  };
+  before(dropSchema);
+  after(dropSchema);
+
+  test('is made, written and read like any other', async () => {
+    const store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+    try {
+      const a = await store.createAccount('reserved-word-schema', 'free');
+      const stored = await store.putEntry(entry(a.id, { answer: 'kept' }));
+      assert.equal((await store.getEntry(a.id, stored.publicId))?.answer, 'kept');
+      assert.equal(await PostgresStore.initialised(serviceUrl('DATABASE_URL') as string, schema), true);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -260,6 +260,10 @@ export class PostgresStore implements Store {
   /** Connections whose commits do not wait for the WAL flush: for counters only. */
   private readonly counters: pg.Pool;
   readonly schema: string;
+  /** The schema as a quoted identifier: a reserved word ("user", "order") is a name like any other. */
+  private get quoted(): string {
+    return `"${this.schema}"`;
+  }
   private readonly keys: KeyCache<{ key: ApiKey; account: Account }>;
 
   private constructor(url: string, opts: PostgresOptions) {
@@ -267,8 +271,8 @@ export class PostgresStore implements Store {
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name ${this.schema}`);
     // Connections are kept alive at the TCP level, so a peer that vanished is noticed on idle ones.
     const common = { connectionString: url, connectionTimeoutMillis: 3000, query_timeout: opts.queryTimeoutMs ?? 5000, keepAlive: true };
-    this.pool = new pg.Pool({ ...common, max: opts.max ?? 10, options: `-c search_path=${this.schema}` });
-    this.counters = new pg.Pool({ ...common, max: 2, options: `-c search_path=${this.schema} -c synchronous_commit=off` });
+    this.pool = new pg.Pool({ ...common, max: opts.max ?? 10, options: `-c search_path=${this.quoted}` });
+    this.counters = new pg.Pool({ ...common, max: 2, options: `-c search_path=${this.quoted} -c synchronous_commit=off` });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
     this.counters.on('error', () => undefined);
@@ -309,7 +313,7 @@ export class PostgresStore implements Store {
         values: [`reprise-migrate:${this.schema}`],
         query_timeout: MIGRATION_TIMEOUT_MS,
       } as pg.QueryConfig);
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.quoted}`);
       await client.query(
         'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
       );
