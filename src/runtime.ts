@@ -274,6 +274,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       await sync?.stop();
       await usage.close();
       await limiter.close();
+      // A graph still being built is dropped: its partition is saved exact, and built at the next start.
+      index.close();
       // Last, after the counters are safe: a large index takes a while to write.
       if (snapshot) {
         // Written to the database once the snapshot is whole on disk: a crash between the two

@@ -92,9 +92,25 @@ export class BruteForceIndex implements VectorIndex {
     for (const [name, p] of this.partitions) yield { name, ids: p.ids, data: p.data.subarray(0, p.ids.length * this.dimensions) };
   }
 
+  /** Removes a whole partition. */
+  drop(partition: string): void {
+    const p = this.partitions.get(partition);
+    if (!p) return;
+    this.count -= p.ids.length;
+    this.partitions.delete(partition);
+  }
+
   /** Ids held in a partition. */
   ids(partition: string): number[] {
     return [...(this.partitions.get(partition)?.ids ?? [])];
+  }
+
+  /** One stored vector as a view of the partition's rows: valid until the partition next changes. */
+  row(partition: string, id: number): Float32Array | null {
+    const p = this.partitions.get(partition);
+    const at = p?.slot.get(id);
+    if (!p || at === undefined) return null;
+    return p.data.subarray(at * this.dimensions, (at + 1) * this.dimensions);
   }
 
   /** A copy of one stored vector. */
