@@ -282,7 +282,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         // leaves them unmatched, and the index is rebuilt from the database.
         const token = randomUUID();
         saveSnapshot(index, snapshot.dir, snapshot.tag, token);
-        snapshot.store.setSnapshotToken(token);
+        await snapshot.store.setSnapshotToken(token);
       }
       if (opts.embedder === undefined && embedder) await embedder.close();
       await store.close();

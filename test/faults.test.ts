@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { sqlitePath } from '../src/runtime.ts';
-import { startTestApp, tempDir, user, type TestApp } from './helpers.ts';
+import { startTestApp, tempDir, testConfig, user, type TestApp } from './helpers.ts';
 import { freePort, PrivatePostgres, PrivateRedis } from './private-servers.ts';
 import { eventually } from './services.ts';
 
@@ -198,6 +199,48 @@ describe('faults: the embedded database cannot be written for a while', () => {
     } finally {
       other.close();
       await node.close();
+    }
+  });
+
+  test('another process holding the write lock: a store waits for it while other requests are answered, and is kept once it is released', async () => {
+    const config = testConfig();
+    const node = await startTestApp({ config, keepData: true });
+    const other = new Database(sqlitePath(config));
+    let key = '';
+    const kept = [user('stored before the lock')];
+    const waited = [user('stored while the lock was held')];
+    try {
+      key = await node.key('waiting', 'pro');
+      assert.equal((await node.post('/api/v1/store', { messages: kept, answer: 'kept' }, key)).json().stored, true);
+      other.exec('BEGIN IMMEDIATE');
+      let settled = false;
+      const store = node.post('/api/v1/store', { messages: waited, answer: 'waited' }, key);
+      void store.finally(() => (settled = true)).catch(() => undefined);
+      // Each request goes through while the store waits for the lock: none waits with it.
+      for (let i = 0; i < 5; i++) {
+        const hit = await node.post('/api/v1/check', { messages: kept }, key);
+        assert.equal(hit.statusCode, 200, hit.body);
+        assert.equal(hit.json().answer, 'kept');
+        assert.equal((await node.post('/api/v1/check', { messages: waited }, key)).json().cache_hit, false);
+        assert.equal((await node.get('/healthz')).statusCode, 200);
+        assert.equal(settled, false, `the store was answered while the lock was still held (after ${i} rounds of requests)`);
+        // Lets the waiting store try again in between.
+        await nextTurn();
+      }
+      other.exec('ROLLBACK');
+      const stored = await store;
+      assert.equal(stored.statusCode, 200, stored.body);
+      assert.equal(stored.json().stored, true);
+    } finally {
+      other.close();
+      await node.close();
+    }
+    const again = await startTestApp({ config });
+    try {
+      const hit = await again.post('/api/v1/check', { messages: waited }, key);
+      assert.equal(hit.json().answer, 'waited', hit.body);
+    } finally {
+      await again.close();
     }
   });
 });

@@ -37,6 +37,8 @@ export class UsageRecorder {
   private lastUsed = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** The flush started by the timer, until it has settled. */
+  private timed: Promise<void> | null = null;
 
   constructor(
     private readonly store: Store,
@@ -46,7 +48,14 @@ export class UsageRecorder {
 
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.flush().catch(() => undefined), this.flushMs);
+    this.timer = setInterval(() => {
+      // No second batch is queued behind one still being written (a store waiting for a database
+      // locked by another process): what is counted meanwhile goes in the batch after it.
+      if (this.timed) return;
+      this.timed = this.flush()
+        .catch(() => undefined)
+        .finally(() => (this.timed = null));
+    }, this.flushMs);
     this.timer.unref();
   }
 

@@ -3,10 +3,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import type Database from 'better-sqlite3';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import Database from 'better-sqlite3';
 import { tempDir } from '../../test/helpers.ts';
+import { UsageRecorder } from '../cache/usage.ts';
 import { entry, storeConformance } from './conformance.ts';
-import { SqliteStore } from './sqlite.ts';
+import { isSqliteUnavailable, SqliteStore } from './sqlite.ts';
 
 storeConformance('SQLite', async () => {
   const dir = tempDir();
@@ -89,6 +91,88 @@ describe('SQLite counters', () => {
       await store.close();
     } finally {
       child?.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SQLite beside a connection that holds the write lock', () => {
+  const usageRow = (accountId: string, requests: number) => ({
+    accountId,
+    bucket: '2030-01-01T10:00:00.000Z',
+    requests,
+    exactHits: 0,
+    semanticHits: 0,
+    lookupMsTotal: 0,
+    tokensSaved: 0,
+    costSaved: 0,
+    stores: 0,
+  });
+
+  test('writes wait for it without holding the event loop, and are committed once it is released', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    const store = new SqliteStore(file);
+    const other = new Database(file);
+    try {
+      const a = await store.createAccount('waits', 'free');
+      await store.putEntry(entry(a.id, { exactHash: 'replaced', answer: 'old' }));
+      // What `sqlite3 reprise.db` with a transaction left open does.
+      other.exec('BEGIN IMMEDIATE');
+      const settled: string[] = [];
+      const note = <T>(name: string, p: Promise<T>) =>
+        p.finally(() => {
+          settled.push(name);
+        });
+      const replaced = note('replaced', store.putEntry(entry(a.id, { exactHash: 'replaced', answer: 'new' })));
+      const added = note('added', store.putEntry(entry(a.id, { exactHash: 'added' })));
+      const counted = note('counted', store.addUsage([usageRow(a.id, 5)]));
+      // The event loop turns while they wait: reads are answered, with what was committed.
+      for (let i = 0; i < 5; i++) {
+        await nextTurn();
+        assert.equal(store.getEntryByHashSync(a.id, 'replaced')?.answer, 'old');
+        assert.equal(store.getEntryByHashSync(a.id, 'added'), null);
+      }
+      // A store that comes while the batch waits goes with it.
+      const joined = note('joined', store.putEntry(entry(a.id, { exactHash: 'joined' })));
+      await nextTurn();
+      assert.deepEqual(settled, []);
+      other.exec('ROLLBACK');
+      await Promise.all([replaced, added, counted, joined]);
+      // The head read (and cached) while the store waited is not served after its commit.
+      assert.equal(store.getEntryByHashSync(a.id, 'replaced')?.answer, 'new');
+      assert.ok(store.getEntryByHashSync(a.id, 'added'));
+      assert.ok(store.getEntryByHashSync(a.id, 'joined'));
+      assert.equal((await store.getUsage(a.id, {}))[0]?.requests, 5);
+    } finally {
+      other.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('held beyond the wait: the write fails as unavailable and writes nothing; counts are kept for the next batch', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    const store = new SqliteStore(file, { lockWaitMs: 100 });
+    const other = new Database(file);
+    try {
+      const a = await store.createAccount('locked-out', 'free');
+      const usage = new UsageRecorder(store);
+      usage.count(a.id, { requests: 3 });
+      other.exec('BEGIN IMMEDIATE');
+      await assert.rejects(store.putEntry(entry(a.id, { exactHash: 'refused' })), (err) => isSqliteUnavailable(err));
+      await assert.rejects(usage.flush(), (err) => isSqliteUnavailable(err));
+      usage.count(a.id, { requests: 4 });
+      other.exec('ROLLBACK');
+      await usage.flush();
+      assert.equal((await store.getUsage(a.id, {}))[0]?.requests, 7);
+      assert.equal(store.getEntryByHashSync(a.id, 'refused'), null);
+      // And the store takes writes again.
+      assert.ok(await store.putEntry(entry(a.id, { exactHash: 'later' })));
+    } finally {
+      other.close();
+      await store.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

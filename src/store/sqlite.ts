@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
 import { Lru } from '../util/lru.ts';
@@ -240,6 +241,20 @@ export function isSqliteUnavailable(err: unknown): boolean {
   return err instanceof Database.SqliteError && UNAVAILABLE_CODES.test(err.code);
 }
 
+/**
+ * Whether `err` is a write refused because another connection holds the write lock (or has
+ * committed since this one's snapshot): nothing was written, and the same write can be tried again.
+ */
+const isLockBusy = (err: unknown): boolean => err instanceof Database.SqliteError && /^SQLITE_BUSY(_|$)/.test(err.code);
+
+/** How long a write waits, in all, for another process to release the write lock before it fails. */
+const LOCK_WAIT_MS = 5000;
+
+/** The pause before trying a write again that found the lock held: 1, 2, 4... ms, then every 50 ms. */
+const retryPause = (tries: number): number => Math.min(50, 2 ** tries);
+
+const fixedDeadline = (at: number) => () => at;
+
 /** Longest answer kept in the exact-hit read cache (10,000 entries × 4,096 characters at most). */
 const CACHED_ANSWER_CHARS = 4096;
 
@@ -247,22 +262,36 @@ interface PendingPut {
   entry: NewEntry;
   resolve: (e: Entry) => void;
   reject: (err: unknown) => void;
+  /** When it stops waiting for the write lock (ms since the epoch). */
+  deadline: number;
 }
 
 export interface SqliteOptions {
   /** FULL syncs every commit to disk; NORMAL survives a process crash but not a power loss. */
   synchronous?: 'FULL' | 'NORMAL';
+  /** How long a write waits for another process's write lock before it fails (LOCK_WAIT_MS). */
+  lockWaitMs?: number;
 }
 
 /**
  * The embedded store: one SQLite file in WAL mode. Concurrent stores are grouped into one
  * transaction (group commit), and every promise resolves only after its commit.
+ *
+ * better-sqlite3 runs on the event loop, so the connection does not wait inside SQLite for a write
+ * lock held by another process (the CLI, `sqlite3` with a transaction open, a backup tool): that
+ * would stop every request, reads and `/healthz` included. A write that finds the lock held fails
+ * at once, and `write` tries it again on a timer until LOCK_WAIT_MS have passed. Reads in WAL mode
+ * take no lock that a writer holds, so they are answered meanwhile. Opening (recovery of a WAL
+ * left by a crash, migrations) still waits inside SQLite: nothing is served yet.
  */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
   private pending: PendingPut[] = [];
   private flushScheduled = false;
+  /** The batch of stores being committed (or waiting for the lock); stores that come meanwhile join it. */
+  private flushing: Promise<void> | null = null;
+  private readonly lockWaitMs: number;
   private readonly stmts;
   /**
    * Read caches for the hot path (key lookups, exact hits). They are emptied by this store's own
@@ -279,13 +308,16 @@ export class SqliteStore implements Store {
   constructor(file: string, opts: SqliteOptions = {}) {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
+    this.lockWaitMs = opts.lockWaitMs ?? LOCK_WAIT_MS;
+    // Opening may wait inside SQLite (see the class comment); once open, it never does.
+    this.db.pragma(`busy_timeout = ${this.lockWaitMs}`);
     this.db.pragma('journal_mode = WAL');
     this.synchronous = opts.synchronous ?? 'FULL';
     this.db.pragma(`synchronous = ${this.synchronous}`);
-    this.db.pragma('busy_timeout = 5000');
     this.db.function('lower_any', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? text.toLowerCase() : text));
     this.db.pragma('foreign_keys = ON');
     this.migrate();
+    this.db.pragma('busy_timeout = 0');
     const db = this.db;
     this.stmts = {
       insertAccount: db.prepare('INSERT INTO accounts (id, name, plan, created_at) VALUES (?, ?, ?, ?)'),
@@ -346,6 +378,25 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * Runs `attempt`, one whole write (a transaction or a single statement, with whatever must
+   * happen at once after its commit, such as emptying a read cache), and, while another process
+   * holds the write lock, runs it again on a timer with a growing pause, never waiting on the event
+   * loop. A busy attempt wrote nothing. Gives up with SQLite's SQLITE_BUSY (answered 503) once
+   * `deadline()` (ms since the epoch; LOCK_WAIT_MS from now unless given) has passed.
+   */
+  private async write<T>(attempt: () => T, deadline: () => number = fixedDeadline(Date.now() + this.lockWaitMs)): Promise<T> {
+    for (let tries = 0; ; tries++) {
+      try {
+        return attempt();
+      } catch (err) {
+        const left = deadline() - Date.now();
+        if (!isLockBusy(err) || left <= 0) throw err;
+        await sleep(Math.min(retryPause(tries), left));
+      }
+    }
+  }
+
   private migrate(): void {
     this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
     const apply = this.db.transaction(() => {
@@ -361,7 +412,7 @@ export class SqliteStore implements Store {
 
   async createAccount(name: string, plan: string): Promise<Account> {
     const id = newId('acc');
-    this.stmts.insertAccount.run(id, name, plan, new Date().toISOString());
+    await this.write(() => this.stmts.insertAccount.run(id, name, plan, new Date().toISOString()));
     return toAccount(this.stmts.accountById.get(id) as AccountRow);
   }
 
@@ -380,22 +431,30 @@ export class SqliteStore implements Store {
   }
 
   async updateAccount(id: string, patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>): Promise<Account | null> {
-    this.keyCache.clear();
     const sets: string[] = [];
     const args: unknown[] = [];
     if (patch.plan !== undefined) (sets.push('plan = ?'), args.push(patch.plan));
     if (patch.defaultThreshold !== undefined) (sets.push('default_threshold = ?'), args.push(patch.defaultThreshold));
     if (patch.entryTtlSeconds !== undefined) (sets.push('entry_ttl_seconds = ?'), args.push(patch.entryTtlSeconds));
-    if (sets.length > 0) this.db.prepare(`UPDATE accounts SET ${sets.join(', ')} WHERE id = ?`).run(...args, id);
+    if (sets.length > 0) {
+      const stmt = this.db.prepare(`UPDATE accounts SET ${sets.join(', ')} WHERE id = ?`);
+      await this.write(() => {
+        stmt.run(...args, id);
+        this.keyCache.clear();
+      });
+    }
     return this.getAccount(id);
   }
 
   async setPassword(accountId: string, passwordHash: string | null): Promise<void> {
-    this.keyCache.clear();
-    this.db.transaction(() => {
+    const set = this.db.transaction(() => {
       this.db.prepare('UPDATE accounts SET password_hash = ? WHERE id = ?').run(passwordHash, accountId);
       this.db.prepare('DELETE FROM sessions WHERE account_id = ?').run(accountId);
-    })();
+    });
+    await this.write(() => {
+      set.immediate();
+      this.keyCache.clear();
+    });
   }
 
   async getPasswordHash(accountId: string): Promise<string | null> {
@@ -406,7 +465,7 @@ export class SqliteStore implements Store {
 
   async createKey(key: { accountId: string; name: string | null; prefix: string; secretHash: string }): Promise<ApiKey> {
     const id = newId('key');
-    this.stmts.insertKey.run(id, key.accountId, key.name, key.prefix, key.secretHash, new Date().toISOString());
+    await this.write(() => this.stmts.insertKey.run(id, key.accountId, key.name, key.prefix, key.secretHash, new Date().toISOString()));
     return toKey(this.stmts.keyById.get(id) as KeyRow);
   }
 
@@ -437,13 +496,16 @@ export class SqliteStore implements Store {
   }
 
   async revokeKey(id: string, accountId?: string): Promise<ApiKey | null> {
-    this.keyCache.clear();
     const now = new Date().toISOString();
-    if (accountId === undefined) {
-      this.db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(now, id);
-    } else {
-      this.db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND account_id = ?').run(now, id, accountId);
-    }
+    await this.write(() => {
+      if (accountId === undefined) {
+        this.db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(now, id);
+      } else {
+        this.db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND account_id = ?').run(now, id, accountId);
+      }
+      // At once after the commit: a request must not be let in by the key cached before it.
+      this.keyCache.clear();
+    });
     const r = this.stmts.keyById.get(id);
     if (!r || (accountId !== undefined && r.account_id !== accountId)) return null;
     return toKey(r);
@@ -451,7 +513,7 @@ export class SqliteStore implements Store {
 
   async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
     const stmt = this.db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)');
-    this.counterTransaction(() => {
+    await this.counterTransaction(() => {
       for (const [id, at] of lastUsed) stmt.run(at, id, at);
     });
   }
@@ -462,36 +524,90 @@ export class SqliteStore implements Store {
    * being killed, and only a power loss or OS crash could lose it, as the counters of the second
    * before it were only in memory anyway. The event loop is not held for an fsync three times a
    * second; entries and keys are still synced on every commit. The next synced commit syncs it too.
+   * Each attempt (see `write`) sets and restores the setting around its own commit, so no store's
+   * commit in between runs without the sync.
    */
-  private counterTransaction(write: () => void): void {
+  private counterTransaction(writeRows: () => void, after?: () => void): Promise<void> {
+    const tx = this.db.transaction(writeRows);
     const relax = this.synchronous !== 'NORMAL';
-    if (relax) this.db.pragma('synchronous = NORMAL');
-    try {
-      this.db.transaction(write)();
-    } finally {
-      if (relax) this.db.pragma(`synchronous = ${this.synchronous}`);
-    }
+    return this.write(() => {
+      if (relax) this.db.pragma('synchronous = NORMAL');
+      try {
+        tx.immediate();
+      } finally {
+        if (relax) this.db.pragma(`synchronous = ${this.synchronous}`);
+      }
+      after?.();
+    });
   }
 
   putEntry(entry: NewEntry): Promise<Entry> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ entry, resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flushPuts());
-      }
+      this.pending.push({ entry, resolve, reject, deadline: Date.now() + this.lockWaitMs });
+      this.scheduleFlush();
     });
   }
 
-  private flushPuts(): void {
-    this.flushScheduled = false;
-    const batch = this.pending;
-    this.pending = [];
-    for (const { entry } of batch) this.entryCache.delete(`${entry.accountId}\u0000${entry.exactHash}`);
-    const results: Entry[] = [];
+  private scheduleFlush(): void {
+    // A batch waiting for the lock takes the stores that come meanwhile at its next attempt.
+    if (this.flushScheduled || this.flushing) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      if (!this.flushing) void this.startFlush();
+    });
+  }
+
+  private startFlush(): Promise<void> {
+    const flushing = this.flushPuts().finally(() => {
+      this.flushing = null;
+      if (this.pending.length > 0) this.scheduleFlush();
+    });
+    this.flushing = flushing;
+    return flushing;
+  }
+
+  /**
+   * Commits the pending stores in one transaction. While another process holds the write lock it
+   * is tried again (see `write`): the stores that came since join it, and a store that has waited
+   * LOCK_WAIT_MS is refused with the lock's error. Each resolves only after the commit.
+   */
+  private async flushPuts(): Promise<void> {
+    let batch: PendingPut[] = [];
+    let busy: unknown = null;
+    const attempt = (): void => {
+      if (busy !== null) {
+        const now = Date.now();
+        for (const p of batch) if (p.deadline <= now) p.reject(busy);
+        batch = batch.filter((p) => p.deadline > now);
+      }
+      batch = batch.concat(this.pending);
+      this.pending = [];
+      if (batch.length === 0) return;
+      let results: Entry[];
+      try {
+        results = this.commitPuts(batch.map((p) => p.entry));
+      } catch (err) {
+        busy = err;
+        throw err;
+      }
+      const done = batch;
+      batch = [];
+      done.forEach((p, i) => p.resolve(results[i] as Entry));
+    };
+    const deadline = () => Math.max(...batch.map((p) => p.deadline), ...this.pending.map((p) => p.deadline));
     try {
-      this.db.transaction(() => {
-        for (const { entry: e } of batch) {
+      await this.write(attempt, deadline);
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+    }
+  }
+
+  private commitPuts(entries: readonly NewEntry[]): Entry[] {
+    const results: Entry[] = [];
+    this.db
+      .transaction(() => {
+        for (const e of entries) {
           const row = this.stmts.upsertEntry.get(
             e.accountId,
             e.exactHash,
@@ -513,12 +629,11 @@ export class SqliteStore implements Store {
           ) as EntryRow;
           results.push(toEntry(row));
         }
-      })();
-    } catch (err) {
-      for (const p of batch) p.reject(err);
-      return;
-    }
-    batch.forEach((p, i) => p.resolve(results[i] as Entry));
+      })
+      .immediate();
+    // At once after the commit: heads read while the batch waited for the lock are the old ones.
+    for (const e of entries) this.entryCache.delete(`${e.accountId}\u0000${e.exactHash}`);
+    return results;
   }
 
   async getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null> {
@@ -581,30 +696,36 @@ export class SqliteStore implements Store {
   }
 
   async deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null> {
-    this.entryCache.clear();
-    const r = this.db
-      .prepare(
-        'DELETE FROM entries WHERE account_id = ? AND public_id = ? AND (expires_at IS NULL OR expires_at > ?) RETURNING id, context_hash',
-      )
-      .get(accountId, publicId, new Date().toISOString()) as { id: number; context_hash: string } | undefined;
+    const stmt = this.db.prepare(
+      'DELETE FROM entries WHERE account_id = ? AND public_id = ? AND (expires_at IS NULL OR expires_at > ?) RETURNING id, context_hash',
+    );
+    const r = await this.write(() => {
+      const row = stmt.get(accountId, publicId, new Date().toISOString()) as { id: number; context_hash: string } | undefined;
+      this.entryCache.clear();
+      return row;
+    });
     return r ? { id: r.id, accountId, contextHash: r.context_hash } : null;
   }
 
   async recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void> {
-    this.entryCache.clear();
-    this.counterTransaction(() => {
-      for (const [id, h] of hits) this.stmts.hit.run(h.count, h.at, h.lookupMs, id, h.createdAt);
-    });
+    await this.counterTransaction(
+      () => {
+        for (const [id, h] of hits) this.stmts.hit.run(h.count, h.at, h.lookupMs, id, h.createdAt);
+      },
+      () => this.entryCache.clear(),
+    );
   }
 
   async deleteExpired(now: string, limit: number): Promise<DeletedEntry[]> {
-    this.entryCache.clear();
-    const rows = this.db
-      .prepare(
-        `DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)
-         RETURNING id, account_id, context_hash`,
-      )
-      .all(now, limit) as { id: number; account_id: string; context_hash: string }[];
+    const stmt = this.db.prepare(
+      `DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)
+       RETURNING id, account_id, context_hash`,
+    );
+    const rows = await this.write(() => {
+      const deleted = stmt.all(now, limit) as { id: number; account_id: string; context_hash: string }[];
+      this.entryCache.clear();
+      return deleted;
+    });
     return rows.map((r) => ({ id: r.id, accountId: r.account_id, contextHash: r.context_hash }));
   }
 
@@ -638,20 +759,24 @@ export class SqliteStore implements Store {
   async replaceVectors(updates: readonly VectorUpdate[]): Promise<number[]> {
     if (updates.length === 0) return [];
     const stmt = this.db.prepare('UPDATE entries SET embedder_id = ?, vector = ?, prefix_vector = ? WHERE id = ? AND embedder_id = ?');
-    const written: number[] = [];
-    this.db.transaction(() => {
+    const replace = this.db.transaction(() => {
+      const written: number[] = [];
       for (const u of updates) {
         const prefix = u.prefixVector ? vectorToBuffer(u.prefixVector) : null;
         if (stmt.run(u.embedderId, vectorToBuffer(u.vector), prefix, u.id, u.from).changes > 0) written.push(u.id);
       }
-    })();
-    // Cached heads carry the vector id.
-    if (written.length > 0) this.entryCache.clear();
-    return written;
+      return written;
+    });
+    return this.write(() => {
+      const written = replace.immediate();
+      // Cached heads carry the vector id.
+      if (written.length > 0) this.entryCache.clear();
+      return written;
+    });
   }
 
   async addUsage(rows: readonly UsageRow[]): Promise<void> {
-    this.counterTransaction(() => {
+    await this.counterTransaction(() => {
       for (const u of rows) {
         this.stmts.addUsage.run(
           u.accountId,
@@ -676,10 +801,13 @@ export class SqliteStore implements Store {
   }
 
   async createSession(x: Session): Promise<void> {
-    this.db.prepare('DELETE FROM sessions WHERE expires_at <= ?').run(new Date().toISOString());
-    this.db
-      .prepare('INSERT INTO sessions (token_hash, account_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)')
-      .run(x.tokenHash, x.accountId, x.csrfToken, x.createdAt, x.expiresAt);
+    const create = this.db.transaction(() => {
+      this.db.prepare('DELETE FROM sessions WHERE expires_at <= ?').run(new Date().toISOString());
+      this.db
+        .prepare('INSERT INTO sessions (token_hash, account_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)')
+        .run(x.tokenHash, x.accountId, x.csrfToken, x.createdAt, x.expiresAt);
+    });
+    await this.write(() => create.immediate());
   }
 
   async getSession(tokenHash: string, now: string): Promise<Session | null> {
@@ -691,7 +819,8 @@ export class SqliteStore implements Store {
   }
 
   async deleteSession(tokenHash: string): Promise<void> {
-    this.db.prepare('DELETE FROM sessions WHERE token_hash = ?').run(tokenHash);
+    const stmt = this.db.prepare('DELETE FROM sessions WHERE token_hash = ?');
+    await this.write(() => stmt.run(tokenHash));
   }
 
   /**
@@ -703,14 +832,16 @@ export class SqliteStore implements Store {
     return r?.value ?? null;
   }
 
-  setSnapshotToken(token: string): void {
-    this.db
-      .prepare("INSERT INTO meta (key, value) VALUES ('snapshot_token', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
-      .run(token);
+  async setSnapshotToken(token: string): Promise<void> {
+    const stmt = this.db.prepare(
+      "INSERT INTO meta (key, value) VALUES ('snapshot_token', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    );
+    await this.write(() => stmt.run(token));
   }
 
   async close(): Promise<void> {
-    if (this.pending.length > 0) this.flushPuts();
+    // Stores taken before the close are committed (or refused) first.
+    while (this.flushing || this.pending.length > 0) await (this.flushing ?? this.startFlush());
     this.db.close();
   }
 }
