@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { tempDir } from '../../test/helpers.ts';
-import { UsageRecorder } from '../cache/usage.ts';
+import { emptyDelta, UsageRecorder } from '../cache/usage.ts';
 import { entry, storeConformance } from './conformance.ts';
 import { isSqliteUnavailable, SqliteStore } from './sqlite.ts';
 
@@ -97,17 +97,7 @@ describe('SQLite counters', () => {
 });
 
 describe('SQLite beside a connection that holds the write lock', () => {
-  const usageRow = (accountId: string, requests: number) => ({
-    accountId,
-    bucket: '2030-01-01T10:00:00.000Z',
-    requests,
-    exactHits: 0,
-    semanticHits: 0,
-    lookupMsTotal: 0,
-    tokensSaved: 0,
-    costSaved: 0,
-    stores: 0,
-  });
+  const usageRow = (accountId: string, requests: number) => ({ ...emptyDelta(), accountId, bucket: '2030-01-01T10:00:00.000Z', requests });
 
   test('writes wait for it without holding the event loop, and are committed once it is released', async () => {
     const dir = tempDir();
