@@ -220,7 +220,12 @@ describe('dashboard API', () => {
     const miss = (await t.post('/api/v1/check', { messages: [user('question 7')] }, k)).json();
     assert.equal(miss.cache_hit, false);
     assert.equal((await t.get(`/api/v1/entries/${one.id}`, k)).statusCode, 404);
-    assert.equal((await t.get('/api/v1/entries/abc', k)).statusCode, 400);
+    // Ids are positive integers: anything else is a bad request, not an entry that is missing.
+    for (const bad of ['abc', '0', '000', '-1', '1.5']) {
+      const r = await t.get(`/api/v1/entries/${bad}`, k);
+      assert.equal(r.statusCode, 400, bad);
+      assert.equal(r.json().error.details.field, 'id', bad);
+    }
     void s;
   });
 

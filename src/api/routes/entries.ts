@@ -97,7 +97,7 @@ function whole(field: string, raw: string | undefined, fallback: number, min: nu
 }
 
 export function parseEntryId(raw: string): number {
-  if (!/^\d{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+  if (!/^\d{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw)) || Number(raw) < 1) {
     throw new ApiError('INVALID_INPUT', 'id must be a positive integer', {
       field: 'id',
       expected: 'a positive integer',
