@@ -81,12 +81,18 @@ export class KeyCache<V> {
     client.on('notification', (n) => {
       if (n.payload === this.schema) this.invalidate();
     });
-    await client.connect();
+    // A connection that fails before it is the one in use is closed here: `down` closes only that one.
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${AUTH_CHANNEL}`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
     if (this.stopped) {
-      await client.end();
+      await client.end().catch(() => undefined);
       return;
     }
-    await client.query(`LISTEN ${AUTH_CHANNEL}`);
     this.client = client;
     // Anything read before this point may predate a change it did not hear of.
     this.version = await this.readVersion();
