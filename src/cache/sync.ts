@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Embedder } from '../embedding/interface.ts';
 import type { VectorRow } from '../store/interface.ts';
 import { CHANGES_CHANNEL, type EntryChange, type PostgresStore } from '../store/postgres.ts';
+import { openListener } from '../store/pg-listen.ts';
 import type { VectorIndex } from '../vector/interface.ts';
 import { partitionOf } from './context.ts';
 import { ofEmbedder } from './text-form.ts';
@@ -101,24 +102,14 @@ export class IndexSync {
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 3000, keepAlive: true });
     // Only the connection in use is let go here: an error of one replaced since says nothing of it.
-    client.on('error', (err) => {
-      this.opts.onError?.(err);
-      if (this.client === client) this.client = null;
-      client.end().catch(() => undefined);
+    const client = await openListener(this.url, CHANGES_CHANNEL, {
+      lost: (c, err) => {
+        if (err) this.opts.onError?.(err);
+        if (this.client === c) this.client = null;
+      },
+      notified: () => this.poke(),
     });
-    client.on('end', () => {
-      if (this.client === client) this.client = null;
-    });
-    client.on('notification', () => this.poke());
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      throw err;
-    }
     if (this.stopped) {
       await client.end().catch(() => undefined);
       return;

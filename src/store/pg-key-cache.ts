@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { Lru } from '../util/lru.ts';
+import { openListener } from './pg-listen.ts';
 
 /** The channel on which key and account changes are announced (payload: the schema). */
 export const AUTH_CHANNEL = 'reprise_auth_changes';
@@ -70,25 +71,14 @@ export class KeyCache<V> {
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 3000, keepAlive: true });
-    client.on('error', () => {
-      if (this.client === client) this.down();
-      client.end().catch(() => undefined);
+    const client = await openListener(this.url, AUTH_CHANNEL, {
+      lost: (c) => {
+        if (this.client === c) this.down();
+      },
+      notified: (payload) => {
+        if (payload === this.schema) this.invalidate();
+      },
     });
-    client.on('end', () => {
-      if (this.client === client) this.down();
-    });
-    client.on('notification', (n) => {
-      if (n.payload === this.schema) this.invalidate();
-    });
-    // A connection that fails before it is the one in use is closed here: `down` closes only that one.
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${AUTH_CHANNEL}`);
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      throw err;
-    }
     if (this.stopped) {
       await client.end().catch(() => undefined);
       return;
