@@ -34,6 +34,11 @@ export interface Config {
    */
   trustProxy: false | number | string[];
   sqliteSynchronous: 'FULL' | 'NORMAL';
+  /**
+   * How long a starting server waits for its semantic index before it listens; past that it
+   * listens, serving exact hits and stores, and semantic checks are misses until the index is in.
+   */
+  indexWaitSeconds: number;
   /** How semantic candidates are scored: the calibrated hit model, or raw cosine. */
   scorer: 'calibrated' | 'cosine';
   /** When set, `GET /metrics` needs `Authorization: Bearer <token>`; open otherwise. */
@@ -295,6 +300,7 @@ export function loadConfig(env: Env = process.env): Config {
     authFailuresPerMinute: int(env, 'REPRISE_AUTH_FAILURES_PER_MINUTE', 30, 1),
     trustProxy: trustProxy(env),
     sqliteSynchronous: sync,
+    indexWaitSeconds: int(env, 'REPRISE_INDEX_WAIT_SECONDS', 10, 0, 86_400),
     scorer: scorerName(env),
     metricsToken: metricsToken(env),
   };

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { AppContext } from './api/context.ts';
 import type { Config } from './config.ts';
 import { Pricing } from './cache/pricing.ts';
@@ -19,7 +20,6 @@ import { RedisRateLimiter } from './limits/redis.ts';
 import { IndexSync } from './cache/sync.ts';
 import { Redis } from 'ioredis';
 import { HybridIndex, loadSnapshot, saveSnapshot } from './vector/hnsw.ts';
-import type { VectorIndex } from './vector/interface.ts';
 
 /** The package version, read from package.json (one level up from src/, two from dist/src/). */
 export const VERSION: string = (() => {
@@ -151,11 +151,13 @@ export interface Runtime {
   ctx: AppContext;
   usage: UsageRecorder;
   embedder: Embedder | null;
-  index: VectorIndex;
+  index: HybridIndex;
   /** Vectors the index took from its snapshot at start (the rest came from the store). */
   vectorsFromSnapshot: number;
   /** Cluster mode: keeps the index in step with other nodes' writes. */
   sync: IndexSync | null;
+  /** Settles when the index is loaded (`CacheService.loadIndex`), or that stopped; never rejects. */
+  indexLoaded: Promise<void>;
   /** Settles when the stored vectors of older text forms are made again, or that stopped (`CacheService.reembed`). */
   reembedded: Promise<void>;
   close(): Promise<void>;
@@ -174,6 +176,11 @@ export interface RuntimeOptions {
   scorer?: HitScorer;
   usageFlushMs?: number;
   syncPollMs?: number;
+  /**
+   * How long to wait for the index to load before returning (default: until it is loaded); past
+   * that the runtime serves while it loads (`CacheService.loadIndex`).
+   */
+  indexWaitMs?: number;
 }
 
 /** The composition root: picks every adapter from the configuration and wires them. */
@@ -219,19 +226,50 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const snapshot = store instanceof SqliteStore && embedder ? { store, dir: path.join(config.dataDir, 'index'), tag: embedder.id } : null;
   const watermark = snapshot ? loadSnapshot(index, snapshot.dir, snapshot.tag, snapshot.store.snapshotToken()) : null;
   const vectorsFromSnapshot = index.size;
-  await cache.loadIndex(watermark ?? 0);
-  await sync?.start();
+  // The rest of the index is loaded while requests are answered (exact hits and stores; semantic
+  // checks are misses until it is whole), so a node rebuilding a large index after a crash, or
+  // any cluster node at start, serves meanwhile. Other nodes' writes made during the load are
+  // applied from the change log before semantic checks search it.
+  const background = new AbortController();
+  const loadStarted = performance.now();
+  const indexLoaded = cache
+    .loadIndex(watermark ?? 0, {
+      signal: background.signal,
+      onError: (err) => opts.log?.warn({ err }, 'loading the semantic index: the store does not answer; trying again'),
+      beforeReady: async () => {
+        await sync?.start();
+      },
+    })
+    .then(
+      (vectors) => {
+        if (cache.indexReady && embedder) {
+          opts.log?.info(
+            { vectors: vectorsFromSnapshot + vectors, load_ms: Math.round(performance.now() - loadStarted) },
+            'the semantic index is loaded: semantic checks search it',
+          );
+        }
+      },
+      (err: unknown) => opts.log?.warn({ err }, 'loading the semantic index stopped; semantic checks are misses until the next start'),
+    );
   usage.start();
   // Vectors made from an older form of their texts are made again in the background (by one node
-  // of a cluster at a time); until then they are searched as they are.
-  const reembedding = new AbortController();
-  const reembed = () => cache.reembed({ signal: reembedding.signal });
-  const reembedded = (store.alone ? store.alone('reembed', reembed) : reembed()).then(
-    (vectors) => {
-      if (vectors !== null && vectors > 0) opts.log?.info({ vectors }, 'stored vectors made again from the current form of their texts');
-    },
-    (err: unknown) => opts.log?.warn({ err }, 'making stored vectors again stopped; it resumes at the next start'),
-  );
+  // of a cluster at a time), once the index is loaded; until then they are searched as they are.
+  const reembed = () => cache.reembed({ signal: background.signal });
+  const reembedded = indexLoaded.then(() => {
+    if (background.signal.aborted) return;
+    return (store.alone ? store.alone('reembed', reembed) : reembed()).then(
+      (vectors) => {
+        if (vectors !== null && vectors > 0) opts.log?.info({ vectors }, 'stored vectors made again from the current form of their texts');
+      },
+      (err: unknown) => opts.log?.warn({ err }, 'making stored vectors again stopped; it resumes at the next start'),
+    );
+  });
+  if (opts.indexWaitMs === undefined) await indexLoaded;
+  else if (opts.indexWaitMs > 0) {
+    const waiting = new AbortController();
+    await Promise.race([indexLoaded, delay(opts.indexWaitMs, undefined, { signal: waiting.signal }).catch(() => undefined)]);
+    waiting.abort();
+  }
   const sweeper = setInterval(() => void cache.sweepExpired().catch(() => undefined), 60_000);
   sweeper.unref();
 
@@ -252,6 +290,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         error = err;
       }
       checks.embedder = embedder ? 'ok' : 'disabled';
+      // Informational: exact hits and stores are served while the index loads.
+      if (embedder) checks.index = cache.indexReady ? 'ok' : 'loading';
       // Informational: limits fail open to per-node buckets while Redis is away.
       if (limiter.degraded !== undefined) checks.limiter = limiter.degraded ? 'degraded' : 'ok';
       return { ok: checks.store === 'ok', checks, error };
@@ -264,10 +304,12 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     index,
     vectorsFromSnapshot,
     sync,
+    indexLoaded,
     reembedded,
     async close() {
       clearInterval(sweeper);
-      reembedding.abort();
+      background.abort();
+      await indexLoaded;
       await reembedded;
       // Checks and stores whose clients have gone finish before what they use is closed.
       await cache.settled();
@@ -277,7 +319,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       // A graph still being built is dropped: its partition is saved exact, and built at the next start.
       index.close();
       // Last, after the counters are safe: a large index takes a while to write.
-      if (snapshot) {
+      // An index not loaded whole is not saved: the next start would take it for all there is.
+      if (snapshot && cache.indexReady) {
         // Written to the database once the snapshot is whole on disk: a crash between the two
         // leaves them unmatched, and the index is rebuilt from the database.
         const token = randomUUID();

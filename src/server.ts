@@ -58,7 +58,9 @@ export async function startServer(config: Config): Promise<Server> {
   // Log lines are batched (16 KB, or 20 ms) and written asynchronously, so logging stays off the request path.
   const destination = new LogDestination();
   const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] }, destination);
-  const runtime = await createRuntime(config, { log: logger });
+  // A small index is whole before the server listens; a large one (rebuilt after a crash, or a
+  // cluster node's) goes on loading while exact hits and stores are served.
+  const runtime = await createRuntime(config, { log: logger, indexWaitMs: config.indexWaitSeconds * 1000 });
   const app = await buildApp(runtime.ctx, { loggerInstance: logger });
   let url: string;
   try {
@@ -92,6 +94,7 @@ export async function startServer(config: Config): Promise<Server> {
       embedder_backend: runtime.embedder?.backend,
       vectors: runtime.index.size,
       vectors_from_snapshot: runtime.vectorsFromSnapshot,
+      index: runtime.ctx.cache.indexReady ? 'ready' : 'loading',
       startup_ms: Math.round(performance.now() - started),
     },
     'Reprise is listening',

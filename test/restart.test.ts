@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { partitionOf } from '../src/cache/context.ts';
 import { dot } from '../src/cache/scorer.ts';
 import { vectorId } from '../src/cache/text-form.ts';
+import { createRuntime } from '../src/runtime.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, testConfig, user } from './helpers.ts';
 
 describe('data survives a restart', () => {
@@ -173,6 +175,72 @@ describe('data survives a restart', () => {
       assert.equal(hit.entry_id, result.entryId);
     } finally {
       await second.close();
+    }
+  });
+
+  test('after a crash the index is made again while exact hits and stores are served; semantic checks miss until it is in', async () => {
+    const embedder = await sharedEmbedder();
+    const own = testConfig();
+    const first = await startTestApp({ config: own, embedder, keepData: true });
+    const key = await first.key('rebuilding');
+    const account = await first.runtime.ctx.store.getAccountByName('rebuilding');
+    assert.ok(account);
+    const messages = [user('Which planet is known as the Red Planet?')];
+    await first.post('/api/v1/store', { messages, answer: 'Mars.', model: 'gpt-4o' }, key);
+    await first.close();
+    // As after a crash: no snapshot, so the index is made from the database.
+    rmSync(path.join(own.dataDir, 'index'), { recursive: true, force: true });
+
+    // Not waiting for the index: the load starts on the next turn, after these calls.
+    const runtime = await createRuntime(own, { embedder, indexWaitMs: 0 });
+    try {
+      const cache = runtime.ctx.cache;
+      assert.equal(cache.indexReady, false);
+      const exact = cache.check(account, { messages });
+      assert.ok(!(exact instanceof Promise) && exact.cacheHit, JSON.stringify(exact));
+      assert.equal(exact.answer, 'Mars.');
+      const paraphrase = [user('Which planet is called the Red Planet?')];
+      const early = await cache.check(account, { messages: paraphrase, similarityThreshold: 0.6 });
+      assert.equal(early.cacheHit, false);
+      assert.deepEqual(!early.cacheHit && early.searchResults, { exactChecked: true, semanticChecked: false, closestMatchScore: 0 });
+      const stored = await cache.store(account, { messages: [user('How many moons does Mars have?')], answer: 'Two.', model: 'gpt-4o' });
+      assert.deepEqual(stored.cacheTypesStored, ['exact', 'semantic']);
+
+      await runtime.indexLoaded;
+      assert.equal(cache.indexReady, true);
+      assert.equal((await runtime.ctx.ready()).checks.index, 'ok');
+      const later = await cache.check(account, { messages: paraphrase, similarityThreshold: 0.6 });
+      assert.ok(later.cacheHit && later.cacheType === 'semantic', JSON.stringify(later));
+      assert.equal(later.answer, 'Mars.');
+      const moons = await cache.check(account, { messages: [user('How many moons does Mars have?')], cacheTypes: ['semantic'] });
+      assert.ok(moons.cacheHit && moons.answer === 'Two.', JSON.stringify(moons));
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  test('an entry deleted while the index loads is not put in it', async () => {
+    const embedder = await sharedEmbedder();
+    const app = await startTestApp({ config: testConfig(), embedder });
+    try {
+      const key = await app.key('deleting');
+      const account = await app.runtime.ctx.store.getAccountByName('deleting');
+      assert.ok(account);
+      await app.post('/api/v1/store', { messages: [user('What is the boiling point of water?')], answer: '100 °C.' }, key);
+      const second = (await app.post('/api/v1/store', { messages: [user('Who painted the Mona Lisa?')], answer: 'Leonardo.' }, key)).json();
+      const { index, ctx } = app.runtime;
+      assert.equal(index.size, 2);
+      // Loaded again a vector a turn: the first is in, and the load waits for the next turn.
+      index.clear();
+      const loading = ctx.cache.loadIndex(0, { sliceMs: 0 });
+      await nextTurn();
+      assert.equal(index.size, 1);
+      assert.equal(await ctx.cache.deleteEntry(account, second.entry_id), true);
+      await loading;
+      assert.equal(index.size, 1);
+      assert.equal(ctx.cache.indexReady, true);
+    } finally {
+      await app.close();
     }
   });
 });

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { setImmediate } from 'node:timers/promises';
+import { setImmediate, setTimeout as delay } from 'node:timers/promises';
 import type { Embedder } from '../embedding/interface.ts';
-import type { Account, Entry, EntryHead, HitDelta, Store, UsageDelta, VectorUpdate } from '../store/interface.ts';
+import type { Account, Entry, EntryHead, HitDelta, Store, UsageDelta, VectorRow, VectorUpdate } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
@@ -22,6 +22,18 @@ const CANDIDATES = 8;
 const MAX_CANDIDATES = 512;
 /** An entry the index holds and the store no longer does (deleted meanwhile). */
 const MISSING = {} as Entry;
+
+export interface LoadOptions {
+  /** Rows read from the store at a time. */
+  batch?: number;
+  /** How long the load works before it lets requests through. */
+  sliceMs?: number;
+  signal?: AbortSignal;
+  /** Told of a read that failed (it is tried again). */
+  onError?: (err: unknown) => void;
+  /** Runs once every vector is in, before semantic checks search the index. */
+  beforeReady?: () => Promise<void>;
+}
 
 export interface CheckInput {
   messages: Message[];
@@ -128,6 +140,8 @@ export class CacheService {
   private readonly turns = new Turns();
   /** The namespace each entry object was last found to match (see `sameNamespace`). */
   private readonly matchedNamespace = new WeakMap<EntryHead, string>();
+  /** While the index is loaded at start (`loadIndex`): the ids deleted meanwhile. */
+  private loading: Set<number> | null = null;
 
   constructor(private readonly deps: CacheDeps) {
     this.now = deps.now ?? Date.now;
@@ -158,25 +172,75 @@ export class CacheService {
     return this.deps.embedder !== null;
   }
 
-  /** Loads the stored vectors of the current embedder with ids above `after` into the index. */
-  async loadIndex(after = 0, batch = 5000): Promise<number> {
+  /**
+   * Loads the stored vectors of the current embedder with ids above `after` into the index while
+   * requests are answered: a slice of about `sliceMs` an event-loop turn, starting on the next
+   * turn. Until it is done, semantic checks are answered as misses (`semantic_checked: false`);
+   * exact checks and stores are served as ever, and an entry deleted meanwhile is not put back. A
+   * partition whose graph is being built (`HybridIndex`) gets the rest of its vectors once the
+   * graph serves, not all of them in its exact copy first. A read that fails is tried again each
+   * second (`onError` is told). `beforeReady` runs once every vector is in, before semantic checks
+   * search the index. Returns how many vectors were loaded; stops early, still not ready, when
+   * `signal` aborts.
+   */
+  async loadIndex(after = 0, opts: LoadOptions = {}): Promise<number> {
     const embedder = this.deps.embedder;
     if (!embedder) return 0;
-    const nowIso = new Date(this.now()).toISOString();
+    const index = this.deps.index;
+    const { signal, batch = 1000, sliceMs = 2 } = opts;
+    const removed = new Set<number>();
+    this.loading = removed;
     let loaded = 0;
+    let deadline = 0;
+    // Work a slice, then let requests through: true once stopped.
+    const pause = async (): Promise<boolean> => {
+      await setImmediate();
+      deadline = performance.now() + sliceMs;
+      return signal?.aborted === true;
+    };
+    if (await pause()) return loaded;
     for (;;) {
-      const rows = await this.deps.store.scanVectors(after, batch);
+      let rows: VectorRow[];
+      try {
+        rows = await this.deps.store.scanVectors(after, batch);
+      } catch (err) {
+        opts.onError?.(err);
+        await delay(1000, undefined, { signal }).catch(() => undefined);
+        if (await pause()) return loaded;
+        continue;
+      }
       if (rows.length === 0) break;
-      const items = [];
+      const nowIso = isoAt(this.now());
       for (const r of rows) {
         after = r.id;
         if (!ofEmbedder(r.embedderId, embedder) || (r.expiresAt !== null && r.expiresAt <= nowIso)) continue;
-        items.push({ partition: partitionOf(r.accountId, r.contextHash), id: r.id, vector: r.vector });
+        const partition = partitionOf(r.accountId, r.contextHash);
+        if (index.stateOf?.(partition) === 'promoting') {
+          await index.promoted?.();
+          if (await pause()) return loaded;
+        }
+        if (removed.has(r.id)) continue;
+        index.add(partition, r.id, r.vector);
+        loaded++;
+        if (performance.now() >= deadline && (await pause())) return loaded;
       }
-      this.deps.index.addMany(items);
-      loaded += items.length;
     }
+    await opts.beforeReady?.();
+    await index.promoted?.();
+    if (signal?.aborted) return loaded;
+    this.loading = null;
     return loaded;
+  }
+
+  /** Whether semantic checks search the index: false while `loadIndex` is at work. */
+  get indexReady(): boolean {
+    return this.loading === null;
+  }
+
+  /** Takes an entry out of the index, and keeps a load under way from putting it back. */
+  private unindex(partition: string, id: number): void {
+    this.deps.index.remove(partition, id);
+    this.loading?.add(id);
   }
 
   /**
@@ -298,7 +362,7 @@ export class CacheService {
     exactChecked: boolean,
   ): Promise<CheckResult> {
     const types = input.cacheTypes;
-    const semanticChecked = (types === undefined || types.includes('semantic')) && this.deps.embedder !== null;
+    const semanticChecked = (types === undefined || types.includes('semantic')) && this.deps.embedder !== null && this.loading === null;
     let closest = 0;
     if (semanticChecked) {
       const threshold = input.similarityThreshold ?? account.defaultThreshold ?? DEFAULT_THRESHOLD;
@@ -614,7 +678,7 @@ export class CacheService {
   async deleteEntry(account: Account, publicId: number): Promise<boolean> {
     const gone = await this.deps.store.deleteEntry(account.id, publicId);
     if (!gone) return false;
-    this.deps.index.remove(partitionOf(account.id, gone.contextHash), gone.id);
+    this.unindex(partitionOf(account.id, gone.contextHash), gone.id);
     return true;
   }
 
@@ -628,7 +692,7 @@ export class CacheService {
     let deleted = 0;
     for (;;) {
       const gone = await store.deleteExpired(nowIso, batch);
-      for (const e of gone) this.deps.index.remove(partitionOf(e.accountId, e.contextHash), e.id);
+      for (const e of gone) this.unindex(partitionOf(e.accountId, e.contextHash), e.id);
       deleted += gone.length;
       if (gone.length < batch) break;
       await setImmediate();

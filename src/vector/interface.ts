@@ -15,6 +15,10 @@ export interface VectorIndex {
   remove(partition: string, id: number): void;
   /** Up to `k` nearest vectors of the partition, best first. */
   search(partition: string, query: Float32Array, k: number): Neighbour[];
+  /** How the partition is searched now, where the index has more than one way (`HybridIndex`). */
+  stateOf?(partition: string): 'exact' | 'promoting' | 'graph' | null;
+  /** Settles when no partition's graph is being built (`HybridIndex`). */
+  promoted?(): Promise<void>;
   /** Number of vectors held, over all partitions. */
   readonly size: number;
 }
