@@ -123,6 +123,20 @@ describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
     const hit = (await a.post('/api/v1/check', { messages }, key)).json();
     assert.equal(hit.metadata.usage_count, 3);
   });
+
+  test('a usage body read while checks are counted has a series that adds up to its figures', async () => {
+    const key = await a.key('series-while-counting');
+    for (let round = 0; round < 10; round++) {
+      const [usage] = await Promise.all([
+        a.get('/api/v1/usage?granularity=hour', key),
+        ...Array.from({ length: 20 }, (_, i) => a.post('/api/v1/check', { messages: [user(`counted while read ${i}`)] }, key)),
+      ]);
+      const u = usage.json();
+      const sum = (field: string) => u.series.reduce((n: number, p: Record<string, number>) => n + (p[field] ?? 0), 0);
+      assert.equal(sum('total_requests'), u.total_requests, `round ${round}: the series counts the requests of the figures`);
+      assert.equal(sum('cache_misses'), u.cache_misses, `round ${round}`);
+    }
+  });
 });
 
 describe('cluster: the CLI against PostgreSQL', { skip: skipReason('DATABASE_URL') }, () => {

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate, setTimeout as delay } from 'node:timers/promises';
 import type { Embedder } from '../embedding/interface.ts';
-import type { Account, Entry, EntryHead, HitDelta, Store, UsageDelta, VectorRow, VectorUpdate } from '../store/interface.ts';
+import type { Account, Entry, EntryHead, HitDelta, Store, UsageBucket, UsageDelta, VectorRow, VectorUpdate } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
@@ -701,28 +701,37 @@ export class CacheService {
     return deleted;
   }
 
-  async usage(account: Account, from?: string, to?: string): Promise<UsageSummary> {
-    return summarise(await this.deps.usage.read(account.id, from, to));
-  }
-
-  /** Usage per hour or per UTC day, oldest first; only periods with activity are listed. */
-  async usageSeries(account: Account, granularity: 'hour' | 'day', from?: string, to?: string): Promise<UsagePoint[]> {
-    const byPeriod = new Map<string, UsageDelta>();
-    for (const b of await this.deps.usage.read(account.id, from, to)) {
-      const start = granularity === 'hour' ? b.bucket : `${b.bucket.slice(0, 10)}T00:00:00.000Z`;
-      let d = byPeriod.get(start);
-      if (!d) {
-        d = emptyDelta();
-        byPeriod.set(start, d);
-      }
-      addDelta(d, b);
-    }
-    return [...byPeriod].map(([start, d]) => ({ start, ...summarise([d]) }));
+  /**
+   * The account's usage in the period and, with a granularity, the same usage per hour or per UTC
+   * day, oldest first (only periods with activity are listed). Both come from one read, so the
+   * series adds up to the figures even while requests are being counted.
+   */
+  async usage(account: Account, from?: string, to?: string, granularity?: 'hour' | 'day'): Promise<UsageReport> {
+    const buckets = await this.deps.usage.read(account.id, from, to);
+    return { ...summarise(buckets), series: granularity === undefined ? undefined : seriesOf(buckets, granularity) };
   }
 }
 
 export interface UsagePoint extends UsageSummary {
   start: string;
+}
+
+export interface UsageReport extends UsageSummary {
+  series: UsagePoint[] | undefined;
+}
+
+function seriesOf(buckets: readonly UsageBucket[], granularity: 'hour' | 'day'): UsagePoint[] {
+  const byPeriod = new Map<string, UsageDelta>();
+  for (const b of buckets) {
+    const start = granularity === 'hour' ? b.bucket : `${b.bucket.slice(0, 10)}T00:00:00.000Z`;
+    let d = byPeriod.get(start);
+    if (!d) {
+      d = emptyDelta();
+      byPeriod.set(start, d);
+    }
+    addDelta(d, b);
+  }
+  return [...byPeriod].map(([start, d]) => ({ start, ...summarise([d]) }));
 }
 
 function summarise(buckets: readonly UsageDelta[]): UsageSummary {

@@ -66,10 +66,10 @@ export async function usageBody(ctx: AppContext, account: Account, query: UsageQ
   // (Capped at the last instant of year 9999: the next hour's ISO text, +010000-…, would sort
   // before every hour counted.)
   const to = toMs === undefined ? undefined : new Date(Math.min(Math.ceil(toMs / HOUR_MS) * HOUR_MS, LAST_INSTANT)).toISOString();
-  const u = await ctx.cache.usage(account, hourFloor, to);
   const granularity = query.granularity;
-  const series = granularity
-    ? (await ctx.cache.usageSeries(account, granularity, hourFloor, to)).map((p) => ({
+  const u = await ctx.cache.usage(account, hourFloor, to, granularity);
+  const series = u.series
+    ? u.series.map((p) => ({
         start: p.start,
         total_requests: p.totalRequests,
         cache_hits: p.cacheHits,
