@@ -148,4 +148,12 @@ describe('GET /api/v1/usage', () => {
     assert.equal(u.total_requests, 1);
     assert.equal(u.period.to, '9999-12-31T23:59:59.999Z');
   });
+
+  test('a from after the end of year 9999 (by its offset) counts nothing', async () => {
+    const key = await t.key();
+    await t.post('/api/v1/check', { messages: [user('counted long before the year 10000')] }, key);
+    const u = (await t.get(`/api/v1/usage?from=${encodeURIComponent('9999-12-31T23:30:00-01:00')}`, key)).json();
+    assert.equal(u.total_requests, 0);
+    assert.equal(u.period.from, '9999-12-31T23:59:59.999Z');
+  });
 });

@@ -61,10 +61,11 @@ export async function usageBody(ctx: AppContext, account: Account, query: UsageQ
   const fromMs = instant('from', query.from);
   const toMs = instant('to', query.to);
   if (fromMs !== undefined && toMs !== undefined && fromMs >= toMs) throw invalid('to', 'a time after from', query.to);
-  // Counts are kept per hour: the period is widened to whole hours, and says so.
-  const hourFloor = fromMs === undefined ? undefined : new Date(Math.floor(fromMs / HOUR_MS) * HOUR_MS).toISOString();
-  // (Capped at the last instant of year 9999: the next hour's ISO text, +010000-…, would sort
+  // Counts are kept per hour: the period is widened to whole hours, and says so. (Both ends are
+  // capped at the last instant of year 9999: the ISO text of a later time, +010000-…, would sort
   // before every hour counted.)
+  const hourFloor =
+    fromMs === undefined ? undefined : new Date(Math.min(Math.floor(fromMs / HOUR_MS) * HOUR_MS, LAST_INSTANT)).toISOString();
   const to = toMs === undefined ? undefined : new Date(Math.min(Math.ceil(toMs / HOUR_MS) * HOUR_MS, LAST_INSTANT)).toISOString();
   const granularity = query.granularity;
   const u = await ctx.cache.usage(account, hourFloor, to, granularity);
