@@ -141,4 +141,40 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  /** Creates an account with a dashboard password and a key; returns the key. */
+  async function accountWithPassword(name: string): Promise<string> {
+    const created = await runCli(['keys', 'create', '--account', name, '--json'], env);
+    assert.equal(created.code, 0, created.stderr);
+    const pw = await runCli(['accounts', 'set-password', name, '--password-stdin'], env, 'correct horse battery\n');
+    assert.equal(pw.code, 0, pw.stderr);
+    return (JSON.parse(created.stdout) as { key: string }).key;
+  }
+
+  async function signIn(name: string): Promise<void> {
+    await page.goto(`${server.url}/dashboard`);
+    await page.fill('#login-account', name);
+    await page.fill('#login-password', 'correct horse battery');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#tab-usage').waitFor();
+  }
+
+  test('requests that all missed are charted as a hit rate of 0% and no savings, not as no requests', async () => {
+    const key = await accountWithPassword('all-misses');
+    for (const content of ['first miss', 'second miss']) {
+      assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages: [{ role: 'user', content }] })).json.cache_hit, false);
+    }
+    await signIn('all-misses');
+    await page
+      .locator('.stat', { has: page.locator('.label', { hasText: 'Requests' }) })
+      .locator('.value', { hasText: '2' })
+      .waitFor();
+    await page.locator('#chart-requests canvas').waitFor();
+    for (const chart of ['#chart-rate', '#chart-savings']) {
+      assert.equal(await page.locator(`${chart} .empty`).count(), 0, `${chart} does not say there were no requests`);
+      assert.equal(await page.locator(`${chart} canvas`).count(), 1, `${chart} is drawn`);
+    }
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

@@ -69,9 +69,11 @@
     return `<div class="stat${highlight ? ' highlight' : ''}"><div class="label">${esc(label)}</div><div class="value">${esc(value)}</div>${sub ? `<div class="sub">${esc(sub)}</div>` : ''}</div>`;
   }
 
+  // `opts.quiet`: no requests in the window. A hit rate of 0% or no savings is still charted
+  // when there were requests.
   function chart(el, series, data, opts = {}) {
     el.innerHTML = '';
-    if (data[1].every((v) => v === 0)) {
+    if (opts.quiet) {
       el.innerHTML = '<div class="empty">No requests yet in this period.<br>Checks and stores through the API appear here.</div>';
       return;
     }
@@ -117,6 +119,7 @@
     const zero = { total_requests: 0, exact_hits: 0, semantic_hits: 0, hit_rate_percentage: 0, estimated_cost_savings_usd: 0 };
     const series = xs.map((x) => byStart.get(x) ?? zero);
     u.series = series;
+    const quiet = series.every((p) => p.total_requests === 0);
     chart(
       $('#chart-requests'),
       [
@@ -125,12 +128,14 @@
         { label: 'Semantic hits', stroke: '#f59e0b', width: 2 },
       ],
       [xs, u.series.map((p) => p.total_requests), u.series.map((p) => p.exact_hits), u.series.map((p) => p.semantic_hits)],
+      { quiet },
     );
     chart(
       $('#chart-rate'),
       [{ label: 'Hit rate %', stroke: '#0f9f6e', width: 2, fill: 'rgba(15,159,110,.08)' }],
       [xs, u.series.map((p) => p.hit_rate_percentage)],
       {
+        quiet,
         range: [0, 100],
         values: (_, ticks) => ticks.map((t) => `${t}%`),
       },
@@ -140,6 +145,7 @@
       [{ label: 'Savings (USD)', stroke: '#8b5cf6', width: 2, fill: 'rgba(139,92,246,.08)' }],
       [xs, u.series.map((p) => p.estimated_cost_savings_usd)],
       {
+        quiet,
         values: (_, ticks) => ticks.map((t) => `$${t.toFixed(t < 1 ? 4 : 2)}`),
       },
     );
