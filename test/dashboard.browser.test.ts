@@ -177,4 +177,19 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('a revoke that the server refused (the session was signed out meanwhile) is not announced as done', async () => {
+    const key = await accountWithPassword('signed-out-revoker');
+    await signIn('signed-out-revoker');
+    await page.click('button[data-tab=keys]');
+    await page.locator('#keys-table button.revoke').waitFor();
+    // The password is set again (a leaked one reset): every session of the account is signed out.
+    const pw = await runCli(['accounts', 'set-password', 'signed-out-revoker', '--password-stdin'], env, 'another horse battery\n');
+    assert.equal(pw.code, 0, pw.stderr);
+    await page.locator('#keys-table button.revoke').click();
+    await page.locator('#login-form').waitFor();
+    const toast = page.locator('#toast');
+    assert.ok(!(await toast.isVisible()) || (await toast.innerText()) !== 'Key revoked', 'no "Key revoked" for a key still active');
+    assert.equal((await api(server.url, 'GET', '/api/v1/usage', key)).status, 200);
+  });
 });

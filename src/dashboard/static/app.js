@@ -283,7 +283,13 @@
   $('#keys-table').addEventListener('click', async (ev) => {
     const b = ev.target.closest('button.revoke');
     if (!b || !confirm('Revoke this key? Requests using it will be refused at once.')) return;
-    await api(`/keys/${encodeURIComponent(b.dataset.id)}/revoke`, { method: 'POST' }).catch((e) => toast(e.message));
+    try {
+      await api(`/keys/${encodeURIComponent(b.dataset.id)}/revoke`, { method: 'POST' });
+    } catch (e) {
+      // Not revoked: the key still works, and the toast must not say otherwise.
+      if (e.message !== 'signed out') toast(e.message);
+      return;
+    }
     toast('Key revoked');
     await loadKeys();
   });
