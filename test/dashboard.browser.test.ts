@@ -192,4 +192,21 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.ok(!(await toast.isVisible()) || (await toast.innerText()) !== 'Key revoked', 'no "Key revoked" for a key still active');
     assert.equal((await api(server.url, 'GET', '/api/v1/usage', key)).status, 200);
   });
+
+  test('a delete that the server refused (the session was signed out meanwhile) is not announced as done', async () => {
+    const key = await accountWithPassword('signed-out-deleter');
+    const messages = [{ role: 'user', content: 'Is this entry still here?' }];
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'Yes.' });
+    await signIn('signed-out-deleter');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable', { hasText: 'Is this entry still here?' }).click();
+    await page.locator('#delete-entry').waitFor();
+    const pw = await runCli(['accounts', 'set-password', 'signed-out-deleter', '--password-stdin'], env, 'another horse battery\n');
+    assert.equal(pw.code, 0, pw.stderr);
+    await page.click('#delete-entry');
+    await page.locator('#login-form').waitFor();
+    const toast = page.locator('#toast');
+    assert.ok(!(await toast.isVisible()) || (await toast.innerText()) !== 'Entry deleted', 'no "Entry deleted" for an entry still cached');
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_hit, true);
+  });
 });

@@ -314,7 +314,13 @@
   $('#entry').addEventListener('click', async (ev) => {
     const b = ev.target.closest('#delete-entry');
     if (!b || !confirm('Delete this entry? It stops matching at once.')) return;
-    await api(`/entries/${b.dataset.id}`, { method: 'DELETE' }).catch((e) => toast(e.message));
+    try {
+      await api(`/entries/${b.dataset.id}`, { method: 'DELETE' });
+    } catch (e) {
+      // Not deleted: the entry still matches, and the toast must not say otherwise.
+      if (e.message !== 'signed out') toast(e.message);
+      return;
+    }
     $('#entry').hidden = true;
     state.selected = null;
     toast('Entry deleted');
