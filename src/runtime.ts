@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -86,18 +87,30 @@ function lockEmbeddedDataDir(config: Config): DataDirLock | null {
   }
 }
 
-/** Redis-backed limits shared by all nodes when REDIS_URL is set; in-process otherwise. */
-export function openLimiter(config: Config, log?: RuntimeLog): RateLimiter {
+/**
+ * Redis-backed limits shared by all nodes when REDIS_URL is set; in-process otherwise. Resolves
+ * once Redis is connected, or its connect timeout has passed (the limiter then starts on per-node
+ * buckets): a node's first requests are not counted in buckets of their own, nor logged as an
+ * outage, for want of a connection still being made.
+ */
+export async function openLimiter(config: Config, log?: RuntimeLog): Promise<RateLimiter> {
   if (!config.redisUrl) return new MemoryRateLimiter();
+  const connectTimeout = 2000;
   const redis = new Redis(config.redisUrl, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
+    connectTimeout,
     commandTimeout: 1000,
     retryStrategy: (times) => Math.min(times * 200, 2000),
   });
   // Errors are answered by the limiter's fallback; the client reconnects by itself.
   redis.on('error', () => undefined);
+  const waiting = new AbortController();
+  await Promise.race([
+    once(redis, 'ready', { signal: waiting.signal }),
+    delay(connectTimeout, undefined, { signal: waiting.signal }),
+  ]).catch(() => undefined);
+  waiting.abort();
   const onFallback = (err: unknown) =>
     log?.warn({ err }, 'Redis (REDIS_URL) does not answer: each node now applies the rate limits on its own traffic until it is back');
   const onRecover = () => log?.info({}, 'Redis (REDIS_URL) answers again: rate limits are shared by all nodes again');
@@ -197,7 +210,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     throw err;
   }
   const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
-  const limiter = openLimiter(config, opts.log);
+  const limiter = await openLimiter(config, opts.log);
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
   const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
   const cache = new CacheService({

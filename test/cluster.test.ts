@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
@@ -74,6 +76,9 @@ describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
 
   test('a burst spread over both nodes is limited at the plan burst in total', async () => {
     const key = await a.key('bursty', 'burst10');
+    // Both on the shared buckets (a node whose Redis call timed out, on a busy machine, is on its own ones for a second).
+    const shared = async (n: TestApp) => (await n.get('/healthz')).json().checks.limiter === 'ok';
+    assert.ok(await eventually(async () => (await shared(a)) && (await shared(b))));
     const codes: number[] = [];
     for (let i = 0; i < 16; i++) codes.push((await (i % 2 ? a : b).get('/api/v1/usage', key)).statusCode);
     assert.equal(codes.filter((c) => c === 200).length, 10);
@@ -81,6 +86,37 @@ describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
     const last = await a.get('/api/v1/usage', key);
     assert.equal(last.headers['x-ratelimit-limit'], '6');
     assert.equal(last.headers['x-ratelimit-remaining'], '0');
+  });
+
+  test('a node just started counts its first requests in the shared buckets, Redis being slow to connect', async () => {
+    const key = await a.key('early', 'burst10');
+    for (let i = 0; i < 10; i++) assert.equal((await a.get('/api/v1/usage', key)).statusCode, 200);
+    // A Redis far away: each connection is made 300 ms after it is asked for.
+    const redisUrl = new URL(serviceUrl('REDIS_URL') as string);
+    const far = createServer((client) => {
+      client.pause();
+      setTimeout(() => {
+        const upstream = connect(Number(redisUrl.port || 6379), redisUrl.hostname);
+        client.pipe(upstream).pipe(client);
+        client.resume();
+        client.on('error', () => upstream.destroy());
+        upstream.on('error', () => client.destroy());
+      }, 300);
+    });
+    far.listen(0, '127.0.0.1');
+    await once(far, 'listening');
+    const { port } = far.address() as AddressInfo;
+    const config = { ...a.config, redisUrl: `redis://127.0.0.1:${port}` };
+    const c = await startTestApp({ config, embedder: await sharedEmbedder(), keepData: true });
+    try {
+      // Its first request, as soon as it is up: the burst spent on A is spent for it too.
+      const first = await c.get('/api/v1/usage', key);
+      assert.equal(first.statusCode, 429);
+      assert.equal((await c.get('/healthz')).json().checks.limiter, 'ok');
+    } finally {
+      await c.close();
+      far.close();
+    }
   });
 
   test("a load balancer's health probes of every node do not add up: each node limits an address's public requests on its own", async () => {
