@@ -178,6 +178,22 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.locator('#login-form').waitFor();
   });
 
+  test('entries never served are not listed as most reused', async () => {
+    const key = await accountWithPassword('never-reused');
+    const messages = [{ role: 'user', content: 'What is the tallest mountain?' }];
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'Everest.', model: 'gpt-4o' });
+    await signIn('never-reused');
+    await page.locator('#top-entries td', { hasText: 'No entry reused yet.' }).waitFor();
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_hit, true);
+    await signIn('never-reused');
+    await page.locator('#top-entries td', { hasText: 'What is the tallest mountain?' }).waitFor();
+    assert.equal(await page.locator('#top-entries tbody tr').count(), 1);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
   test('a revoke that the server refused (the session was signed out meanwhile) is not announced as done', async () => {
     const key = await accountWithPassword('signed-out-revoker');
     await signIn('signed-out-revoker');

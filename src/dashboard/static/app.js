@@ -149,15 +149,16 @@
         values: (_, ticks) => ticks.map((t) => `$${t.toFixed(t < 1 ? 4 : 2)}`),
       },
     );
-    const top = await api('/entries?order=hits&per_page=5');
-    $('#top-entries tbody').innerHTML = top.data.length
-      ? top.data
+    // Entries served at least once: one never hit is not reused, however high it sorts.
+    const top = (await api('/entries?order=hits&per_page=5')).data.filter((e) => e.usage_count > 0);
+    $('#top-entries tbody').innerHTML = top.length
+      ? top
           .map(
             (e) =>
               `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`,
           )
           .join('')
-      : '<tr><td colspan="3" class="muted">Nothing cached yet.</td></tr>';
+      : '<tr><td colspan="3" class="muted">No entry reused yet.</td></tr>';
     const slow = (await api('/entries?order=slowest&per_page=5')).data.filter((e) => e.average_lookup_ms !== null);
     $('#slow-entries tbody').innerHTML = slow.length
       ? slow
