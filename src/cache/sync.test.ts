@@ -159,6 +159,64 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
   });
 });
 
+describe('index sync: a change log pruned a week after its changes', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  const url = serviceUrl('DATABASE_URL') as string;
+  let store: PostgresStore;
+  before(async () => {
+    store = await PostgresStore.open(url, { schema });
+  });
+  after(async () => {
+    await store.close();
+    await drop();
+  });
+
+  test('a node starting after the prune waits for no pruned number, and the latest change is kept', async () => {
+    const account = await store.createAccount('pruned', 'free');
+    const now = new Date().toISOString();
+    for (const text of ['first', 'second', 'third']) {
+      await store.putEntry({
+        accountId: account.id,
+        exactHash: `hash-${text}`,
+        contextHash: 'ctx',
+        namespace: null,
+        prefixHash: '',
+        messages: [{ role: 'user', content: text }],
+        queryText: text,
+        prefixText: '',
+        answer: 'a',
+        model: 'm',
+        tokens: 1,
+        embedderId: null,
+        vector: null,
+        prefixVector: null,
+        createdAt: now,
+        expiresAt: null,
+      });
+    }
+    const { last } = await store.changeBounds();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query(`UPDATE "${schema}".entry_changes SET at = now() - interval '8 days'`);
+    } finally {
+      await admin.end();
+    }
+    assert.equal(await store.pruneChanges(1000), 2);
+    assert.deepEqual(await store.changeBounds(), { first: last, last });
+    // A node that would wait an hour for a missing number: the pruned ones are not missing.
+    const sync = new IndexSync(store, new BruteForceIndex(512), await sharedEmbedder(), url, { pollMs: 50, gapWaitMs: 3_600_000 });
+    await sync.mark();
+    await sync.start();
+    try {
+      assert.ok(await eventually(async () => sync.appliedThrough === last), `applied through ${sync.appliedThrough}, not ${last}`);
+    } finally {
+      await sync.stop();
+      await closeSharedEmbedder();
+    }
+  });
+});
+
 // A server of the test's own, so that its connections are the only ones counted.
 describe('index sync: the connection that hears changes', { skip: skipReason('DATABASE_URL') }, () => {
   let server: PrivatePostgres;

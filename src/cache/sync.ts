@@ -77,7 +77,9 @@ export class IndexSync {
 
   /** Call before loading the index: changes from here on are (re)applied, idempotently. */
   async mark(): Promise<void> {
-    this.lastSeq = Math.max(0, (await this.store.lastChange()) - START_LOOKBACK);
+    // Numbers below the oldest change kept were pruned a week after their changes: none is awaited.
+    const { first, last } = await this.store.changeBounds();
+    this.lastSeq = Math.max(0, last - START_LOOKBACK, first - 1);
   }
 
   async start(): Promise<void> {

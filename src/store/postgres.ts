@@ -656,10 +656,11 @@ export class PostgresStore implements Store {
   }
 
   async pruneChanges(limit: number): Promise<number> {
-    // The change log is read by nodes catching up; a week back is far more than any needs.
+    // The change log is read by nodes catching up; a week back is far more than any needs. The
+    // latest change is kept, so that a starting node knows where numbers were pruned (`changeBounds`).
     const { rowCount } = await this.pool.query(
       `DELETE FROM entry_changes WHERE seq IN (SELECT seq FROM entry_changes ORDER BY seq LIMIT $1)
-         AND at < now() - make_interval(days => $2)`,
+         AND at < now() - make_interval(days => $2) AND seq < (SELECT max(seq) FROM entry_changes)`,
       [limit, CHANGES_KEPT_DAYS],
     );
     return rowCount ?? 0;
@@ -773,6 +774,15 @@ export class PostgresStore implements Store {
   /** The latest change sequence; an index loaded now is in step up to here. */
   async lastChange(): Promise<number> {
     return num((await this.q('SELECT COALESCE(MAX(seq), 0) AS s FROM entry_changes'))[0]?.s);
+  }
+
+  /**
+   * The oldest and the latest sequence numbers of the change log (0 and 0 when it is empty): the
+   * numbers below the oldest were pruned, not taken by writes still to commit.
+   */
+  async changeBounds(): Promise<{ first: number; last: number }> {
+    const row = (await this.q('SELECT COALESCE(MIN(seq), 0) AS f, COALESCE(MAX(seq), 0) AS l FROM entry_changes'))[0];
+    return { first: num(row?.f), last: num(row?.l) };
   }
 
   async addUsage(batch: readonly UsageRow[]): Promise<void> {
