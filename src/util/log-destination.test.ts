@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, constants, openSync, readFileSync, readSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { tempDir } from '../../test/helpers.ts';
 import { BIN, childEnv, ROOT } from '../../test/process.ts';
 import { LogDestination } from './log-destination.ts';
@@ -45,3 +46,57 @@ test('a server whose log cannot be written (disk full) ends with the reason, and
   assert.equal(code, 1);
   assert.match(stderr, /ENOSPC/);
 });
+
+test(
+  'a reader that stops reading: lines past 64 MB wait for it no longer, and once it reads, a line says how much was dropped',
+  { timeout: 60_000 },
+  async () => {
+    const dir = tempDir('reprise-log-pipe-');
+    const fifo = path.join(dir, 'log.fifo');
+    assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const writer = openSync(fifo, 'w');
+    try {
+      const out = new LogDestination(writer);
+      const line = `{"level":30,"msg":"${'x'.repeat(1000)}"}\n`;
+      const count = 100_000;
+      // About 100 MB logged while nothing is read.
+      for (let i = 0; i < count; i++) out.write(line);
+      let text = '';
+      let lines = 0;
+      const seen: { notice: { dropped_bytes: number } | null } = { notice: null };
+      const buf = Buffer.alloc(1 << 20);
+      const take = (s: string) => {
+        text += s;
+        let nl = text.indexOf('\n');
+        while (nl >= 0) {
+          const l = text.slice(0, nl + 1);
+          text = text.slice(nl + 1);
+          if (l === line) lines++;
+          else seen.notice = JSON.parse(l) as { dropped_bytes: number };
+          nl = text.indexOf('\n');
+        }
+      };
+      // The reader reads again, until the notice has come and nothing is pending.
+      let flushed = false;
+      while (!flushed || seen.notice === null) {
+        try {
+          const n = readSync(reader, buf);
+          take(buf.toString('latin1', 0, n));
+          continue;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+        }
+        if (!flushed) void out.flush().then(() => (flushed = seen.notice !== null));
+        await nextTurn();
+      }
+      assert.ok(lines < count, 'some lines were dropped');
+      assert.ok(lines * line.length >= 60 * 1024 * 1024, `at least 60 MB were kept for the reader (${lines} lines)`);
+      assert.equal(lines * line.length + (seen.notice?.dropped_bytes ?? 0), count * line.length);
+    } finally {
+      closeSync(writer);
+      closeSync(reader);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);

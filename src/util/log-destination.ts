@@ -4,6 +4,11 @@ import pino from 'pino';
 const BATCH_BYTES = 16 * 1024;
 /** Pending lines are handed on at the latest this many milliseconds after the first of them. */
 const BATCH_MS = 20;
+/**
+ * Bytes that may wait for a reader that does not read (a stalled pipe, a terminal paused): past
+ * them, new lines are dropped, not kept in memory without bound.
+ */
+const PENDING_MAX = 64 * 1024 * 1024;
 
 /** sonic-boom in buffer mode: it takes the bytes it is given, as they are. */
 interface ByteSink {
@@ -11,6 +16,7 @@ interface ByteSink {
   flushSync(): void;
   destroy(): void;
   on(event: 'write', listener: (bytes: number) => void): void;
+  on(event: 'drop', listener: (data: Buffer) => void): void;
   on(event: 'error', listener: (err: NodeJS.ErrnoException) => void): void;
 }
 
@@ -23,6 +29,9 @@ interface ByteSink {
  * byte length of its whole pending text on every write, and lines kept as strings are copied
  * again, long after they were made, when that text is flattened. Lines still pending are
  * written by `flush()`, and by `flushSync()` when the process exits.
+ *
+ * A reader that stops reading leaves up to 64 MB pending; lines past that are dropped, and
+ * once lines are written again a line says how many were lost.
  */
 export class LogDestination {
   private readonly out: ByteSink;
@@ -35,11 +44,19 @@ export class LogDestination {
   private idle: (() => void)[] = [];
   /** Set when a write has failed (the reader gone, the disk full): nothing more will be written. */
   private closed = false;
+  /** Bytes dropped, as the reader did not take them, since the last notice of it. */
+  private droppedBytes = 0;
 
   constructor(fd = 1) {
-    this.out = pino.destination({ dest: fd, sync: false, contentMode: 'buffer' }) as unknown as ByteSink;
+    this.out = pino.destination({ dest: fd, sync: false, contentMode: 'buffer', maxLength: PENDING_MAX }) as unknown as ByteSink;
     this.out.on('write', (bytes) => {
       this.written += bytes;
+      if (this.droppedBytes > 0) this.noteDropped();
+      if (this.written === this.handed) this.settle();
+    });
+    this.out.on('drop', (data) => {
+      this.handed -= data.length;
+      this.droppedBytes += data.length;
       if (this.written === this.handed) this.settle();
     });
     this.out.on('error', (err) => {
@@ -84,6 +101,14 @@ export class LogDestination {
     this.used = 0;
     this.hand(bytes);
   };
+
+  /** The line that says how much was lost while the reader did not read (pino's shape, level warn). */
+  private noteDropped(): void {
+    const bytes = this.droppedBytes;
+    this.droppedBytes = 0;
+    const msg = `${bytes} bytes of log lines were dropped: the log's reader did not take them`;
+    this.write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, dropped_bytes: bytes, msg })}\n`);
+  }
 
   private hand(bytes: Buffer): void {
     this.handed += bytes.length;
