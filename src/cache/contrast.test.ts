@@ -301,6 +301,35 @@ describe('replacedWord', () => {
     assert.equal(replaced('how much vitamin d should i take daily', 'how much vitamin c should i take daily'), 'd/c');
   });
 
+  test('the same text, code or data given, and another thing asked done to it', () => {
+    assert.equal(replaced('Explain this code: print(sum(range(10)))', 'Optimize this code: print(sum(range(10)))'), 'explain/optimize');
+    assert.equal(replaced('Explain this code', 'Refactor this code'), 'explain/refactor');
+    assert.equal(replaced('Sort these numbers: 5, 3, 9, 1', 'Sum these numbers: 5, 3, 9, 1'), 'sort/sum');
+    assert.equal(
+      replaced('Paraphrase: The meeting has been moved to Thursday.', 'Shorten: The meeting has been moved to Thursday.'),
+      'paraphrase/shorten',
+    );
+    assert.equal(
+      replaced(
+        'Count the words in: the quick brown fox jumps over the lazy dog',
+        'Reverse the words in: the quick brown fox jumps over the lazy dog',
+      ),
+      'count/reverse',
+    );
+    assert.equal(replaced('Fix this code: for i in range(10) print(i)', 'Comment this code: for i in range(10) print(i)'), 'fix/comment');
+  });
+
+  test('the same thing asked done in other words is no other request', () => {
+    assert.equal(replaced('Explain this code: print(1)', 'Describe this code: print(1)'), null);
+    assert.equal(replaced('Rephrase this: I cannot come.', 'Reword this: I cannot come.'), null);
+    assert.equal(replaced('Summarize this paragraph: The vote was postponed.', 'Condense this paragraph: The vote was postponed.'), null);
+    assert.equal(replaced('Optimize this function: def f(n): return n', 'Improve this function: def f(n): return n'), null);
+    assert.equal(replaced('Refactor this function: def f(n): return n', 'Improve this function: def f(n): return n'), null);
+    assert.equal(replaced('Fix this code: for i in range(10) print(i)', 'Debug this code: for i in range(10) print(i)'), null);
+    assert.equal(replaced('Correct the grammar: she go to school', 'Fix the grammar: she go to school'), null);
+    assert.equal(replaced('Categorize these expenses: rent, groceries', 'Classify these expenses: rent, groceries'), null);
+  });
+
   test('the same words but for two things of one kind in WordNet, or its antonyms', () => {
     assert.equal(replaced('best tennis racket for beginners', 'best badminton racket for beginners'), 'tennis/badminton');
     assert.equal(replaced('foods high in iron', 'foods high in calcium'), 'iron/calcium');
