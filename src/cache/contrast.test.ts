@@ -299,6 +299,9 @@ describe('replacedWord', () => {
     assert.equal(replaced('How do I turn on Bluetooth', 'How do I turn Bluetooth off'), 'on/off');
     // A letter standing for a thing.
     assert.equal(replaced('how much vitamin d should i take daily', 'how much vitamin c should i take daily'), 'd/c');
+    // A thing had against a thing gone without.
+    assert.equal(replaced('Coffee with milk calories', 'Coffee without milk calories'), 'with/without');
+    assert.equal(replaced('Best way to cook rice with a rice cooker', 'Best way to cook rice without a rice cooker'), 'with/without');
   });
 
   test('the same text, code or data given, and another thing asked done to it', () => {

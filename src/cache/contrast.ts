@@ -1229,6 +1229,8 @@ const REPLACED: readonly (readonly (readonly string[])[])[] = [
     ['remove', 'removing', 'delete', 'deleting', 'drop', 'dropping'],
   ],
   [['more'], ['less', 'fewer']],
+  // "coffee with milk calories" / "coffee without milk calories" 0.99.
+  [['with'], ['without']],
   [['over'], ['under']],
   [['above'], ['below']],
   [['front'], ['back']],
