@@ -322,6 +322,18 @@ describe('replacedWord', () => {
     assert.equal(replaced('Fix this code: for i in range(10) print(i)', 'Comment this code: for i in range(10) print(i)'), 'fix/comment');
   });
 
+  test('another tone asked, or another reader', () => {
+    assert.equal(replaced('Make it more formal.', 'Make it more casual.'), 'formal/casual');
+    assert.equal(replaced('Make this sentence more formal: hey whats up', 'Make this sentence more casual: hey whats up'), 'formal/casual');
+    assert.equal(replaced('Make it funny.', 'Make it serious.'), 'funny/serious');
+    assert.equal(replaced('Make it for kids.', 'Make it for adults.'), 'kids/adults');
+    assert.equal(replaced('Explain photosynthesis to a child', 'Explain photosynthesis to an expert'), 'child/expert');
+    // One tone, one reader, in other words.
+    assert.equal(replaced('Make it more casual.', 'Make it more friendly.'), null);
+    assert.equal(replaced('Write a formal letter to my landlord', 'Write a professional letter to my landlord'), null);
+    assert.equal(replaced('Explain relativity to a child', 'Explain relativity to a kid'), null);
+  });
+
   test('the same thing asked done in other words is no other request', () => {
     assert.equal(replaced('Explain this code: print(1)', 'Describe this code: print(1)'), null);
     assert.equal(replaced('Rephrase this: I cannot come.', 'Reword this: I cannot come.'), null);

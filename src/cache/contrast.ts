@@ -1299,6 +1299,21 @@ const REPLACED: readonly (readonly (readonly string[])[])[] = [
     ['classify', 'classifying', 'categorize', 'categorise', 'categorizing', 'categorising'],
     ['complete', 'completing', 'continue', 'continuing', 'finish', 'finishing'],
   ],
+  // The tone a text is asked in, and whom it is for: "Make it more formal." / "Make it more
+  // casual." 0.96, "Make it for kids." / "Make it for adults." 0.94 (after the same poem).
+  [
+    ['formal', 'professional'],
+    ['casual', 'informal', 'friendly', 'friendlier', 'conversational'],
+    ['funny', 'funnier', 'humorous', 'humourous'],
+    ['serious'],
+  ],
+  [
+    ['kids', 'kid', 'children', 'child'],
+    ['teens', 'teen', 'teenagers', 'teenager'],
+    ['adults', 'adult', 'grownups'],
+    ['beginners', 'beginner', 'novices', 'novice'],
+    ['experts', 'expert'],
+  ],
 ];
 const REPLACED_MEMBERS = membersOf(REPLACED);
 
