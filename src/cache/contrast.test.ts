@@ -302,6 +302,9 @@ describe('replacedWord', () => {
     // A thing had against a thing gone without.
     assert.equal(replaced('Coffee with milk calories', 'Coffee without milk calories'), 'with/without');
     assert.equal(replaced('Best way to cook rice with a rice cooker', 'Best way to cook rice without a rice cooker'), 'with/without');
+    // A side taken against the other.
+    assert.equal(replaced('Arguments for the death penalty', 'Arguments against the death penalty'), 'for/against');
+    assert.equal(replaced('write an essay arguing for school uniforms', 'write an essay arguing against school uniforms'), 'for/against');
   });
 
   test('the same text, code or data given, and another thing asked done to it', () => {

@@ -1231,6 +1231,8 @@ const REPLACED: readonly (readonly (readonly string[])[])[] = [
   [['more'], ['less', 'fewer']],
   // "coffee with milk calories" / "coffee without milk calories" 0.99.
   [['with'], ['without']],
+  // "Arguments for the death penalty" / "Arguments against the death penalty" 0.99.
+  [['for'], ['against']],
   [['over'], ['under']],
   [['above'], ['below']],
   [['front'], ['back']],
