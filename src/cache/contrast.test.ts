@@ -5,6 +5,7 @@ import {
   differentQuantities,
   differentRequest,
   negated,
+  otherPeriod,
   otherDirection,
   otherNames,
   otherRank,
@@ -279,6 +280,29 @@ describe('otherNames', () => {
   });
 });
 
+describe('otherPeriod', () => {
+  const period = (a: string, b: string) => otherPeriod(analyse(a), analyse(b));
+
+  test('the same period placed elsewhere relative to the present', () => {
+    assert.equal(period('Best stocks to buy this year', 'Best stocks to buy next year'), 'this year/next year');
+    assert.equal(period('Top news this weekend', 'Top news last weekend'), 'this weekend/last weekend');
+    assert.equal(period('What holidays are this month?', 'Which holidays are there next month?'), 'this month/next month');
+    assert.equal(period("What was last week's top song?", 'top songs this week'), 'last week/this week');
+    assert.equal(period('Plan my meals for the coming days', 'Plan my meals for the past days'), 'next day/last day');
+  });
+
+  test('no difference: the same place in other words, other periods, one side without one', () => {
+    assert.equal(period('What happened in the news last week?', 'news from the past week'), null);
+    assert.equal(period('What happened this past weekend?', 'What happened last weekend?'), null);
+    assert.equal(period('events next week', 'events in the coming week'), null);
+    assert.equal(period('Best stocks to buy this year', 'Best stocks to buy this month'), null);
+    assert.equal(period('Best stocks to buy this year', 'Best stocks to buy'), null);
+    // A year names the period.
+    assert.equal(period('Who will win the league this season 2016-2017?', 'Who can win the league next season 2016-2017?'), null);
+    assert.equal(period('How long does a battery last a week?', 'How long does a battery last in a week?'), null);
+  });
+});
+
 describe('replacedWord', () => {
   const replaced = (a: string, b: string) => replacedWord(analyse(a), analyse(b));
 
@@ -486,6 +510,13 @@ describe('differentRequest', () => {
     assert.equal(d('how to zoom in on a mac', 'how to zoom out on a mac'), 'in/out');
     // The same words are the same request, however a number is grouped.
     assert.equal(d('Is 10,000 steps a day enough?', 'Is 10 000 steps a day enough?'), null);
+  });
+
+  test('the same period placed elsewhere relative to the present is another request', () => {
+    const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
+    assert.equal(d('Best stocks to buy this year', 'Best stocks to buy next year'), 'this year/next year');
+    assert.equal(d('What movies came out last month?', 'What movies came out this month?'), 'last month/this month');
+    assert.equal(d('What happened this past weekend?', 'What happened last weekend?'), null);
   });
 
   test('a date or time asked for in another format is another request; the same format with other separators is not', () => {

@@ -7,6 +7,7 @@ import { kinWords, type Pos } from './wordnet.ts';
  * one kind (`contrastingWords`), swap two things around the same words (`swappedRoles`), name
  * different quantities (`differentQuantities`), without capitals on their names or a few words
  * apart, other people or places (`otherNames`), ask for a date in another format (`otherFormat`),
+ * place the same period elsewhere relative to the present (`otherPeriod`: "this year" / "next year"),
  * are the same words but for one of a pair too common in other senses for the sets or of kin in
  * WordNet (`replacedWord`: "turn on" / "turn off", "drive on the left" / "on the right", "tennis" /
  * "badminton"), or the same content words in another order but for such a word
@@ -27,6 +28,7 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
     otherNames(a, b) ??
     otherQuoted(a, b) ??
     otherFormat(a, b) ??
+    otherPeriod(a, b) ??
     replacedWord(a, b) ??
     replacedReordered(a, b) ??
     otherRank(a, b) ??
@@ -63,6 +65,64 @@ function otherFormat(a: TextInfo, b: TextInfo): string | null {
   if (x === '') return null;
   const y = formatRuns(b);
   return y === '' || x === y ? null : `${x}/${y}`;
+}
+
+/** Words that place a period before, at or after the present, by where they place it. */
+const RELATIVE = new Map([
+  ['this', 'this'],
+  ['current', 'this'],
+  ['next', 'next'],
+  ['coming', 'next'],
+  ['upcoming', 'next'],
+  ['last', 'last'],
+  ['previous', 'last'],
+  ['past', 'last'],
+]);
+/** Periods that a word of `RELATIVE` places ("this weekend", "next summer", "last Monday"). */
+const PERIODS = new Set(
+  (
+    'day night morning afternoon evening week weekend month year quarter season semester decade century ' +
+    'spring summer autumn fall winter monday tuesday wednesday thursday friday saturday sunday'
+  ).split(' '),
+);
+
+/** The periods a text places relative to the present ("next week"), each with where it places it. */
+function periodsOf(words: readonly string[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (let i = 0; i + 1 < words.length; i++) {
+    const when = RELATIVE.get(words[i] as string);
+    if (when === undefined) continue;
+    // "this week's news" places the week too.
+    const w = (words[i + 1] as string).replace(/['’]s$/, '');
+    const period = PERIODS.has(w) ? w : w.endsWith('s') && PERIODS.has(w.slice(0, -1)) ? w.slice(0, -1) : null;
+    // A year after it names the period whatever places it: "this season 2016-2017" is "next
+    // season 2016-2017" (QQP labels the two questions the same).
+    if (period === null || /^\d{4}/.test(words[i + 2] ?? '')) continue;
+    const whens = out.get(period) ?? new Set<string>();
+    whens.add(when);
+    out.set(period, whens);
+  }
+  return out;
+}
+
+/**
+ * Two texts that place the same period elsewhere relative to the present: "Best stocks to buy this
+ * year" / "… next year" (0.99), "Top news this weekend" / "Top news last weekend" (0.99), "What
+ * holidays are this month?" / "… next month?". Words that place it alike are one ("last" / "past",
+ * "next" / "coming"; "this past weekend" is the last one).
+ */
+export function otherPeriod(a: TextInfo, b: TextInfo): string | null {
+  const x = periodsOf(a.words);
+  if (x.size === 0) return null;
+  const y = periodsOf(b.words);
+  for (const [period, whenX] of x) {
+    const whenY = y.get(period);
+    if (whenY === undefined) continue;
+    const onlyX = [...whenX].find((w) => !whenY.has(w));
+    const onlyY = [...whenY].find((w) => !whenX.has(w));
+    if (onlyX !== undefined && onlyY !== undefined) return `${onlyX} ${period}/${onlyY} ${period}`;
+  }
+  return null;
 }
 
 /**
