@@ -213,6 +213,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const limiter = await openLimiter(config, opts.log);
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
   const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
+  // Set once the runs it starts are defined, below.
+  let embedderBack: (pending: boolean) => void = () => undefined;
   const cache = new CacheService({
     store,
     index,
@@ -221,6 +223,9 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     pricing: new Pricing(config.prices, config.defaultPricePerMillion),
     usage,
     entryTtlSeconds: config.entryTtlSeconds,
+    onEmbedderDown: (err) =>
+      opts.log?.warn({ err }, 'the embedder cannot embed: semantic checks are misses and stores are exact only until it can again'),
+    onEmbedderBack: (pending) => embedderBack(pending),
   });
   const sync =
     store instanceof PostgresStore && embedder && config.databaseUrl
@@ -267,16 +272,22 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   usage.start();
   // Vectors made from an older form of their texts are made again in the background (by one node
   // of a cluster at a time), once the index is loaded; until then they are searched as they are.
+  // The same, one run at a time, for entries stored while the embedder could not embed, once it
+  // embeds again (`onEmbedderBack`).
   const reembed = () => cache.reembed({ signal: background.signal });
-  const reembedded = indexLoaded.then(() => {
-    if (background.signal.aborted) return;
-    return (store.alone ? store.alone('reembed', reembed) : reembed()).then(
+  const reembedRun = () =>
+    (store.alone ? store.alone('reembed', reembed) : reembed()).then(
       (vectors) => {
         if (vectors !== null && vectors > 0) opts.log?.info({ vectors }, 'stored vectors made again from the current form of their texts');
       },
       (err: unknown) => opts.log?.warn({ err }, 'making stored vectors again stopped; it resumes at the next start'),
     );
-  });
+  let reembedded: Promise<void> = indexLoaded.then(() => (background.signal.aborted ? undefined : reembedRun()));
+  embedderBack = (pending) => {
+    opts.log?.info({ pending }, 'the embedder embeds again: semantic checks and stores use it again');
+    // Before the index is loaded, the run that follows the load takes them.
+    if (pending && cache.indexReady && !background.signal.aborted) reembedded = reembedded.then(reembedRun);
+  };
   if (opts.indexWaitMs === undefined) await indexLoaded;
   else if (opts.indexWaitMs > 0) {
     const waiting = new AbortController();
@@ -302,7 +313,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         checks.store = 'unavailable';
         error = err;
       }
-      checks.embedder = embedder ? 'ok' : 'disabled';
+      // Informational: checks and stores are answered without it (misses, exact only).
+      checks.embedder = embedder ? (cache.embedderAvailable ? 'ok' : 'unavailable') : 'disabled';
       // Informational: exact hits and stores are served while the index loads.
       if (embedder) checks.index = cache.indexReady ? 'ok' : 'loading';
       // Informational: limits fail open to per-node buckets while Redis is away.
@@ -318,12 +330,15 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     vectorsFromSnapshot,
     sync,
     indexLoaded,
-    reembedded,
+    get reembedded() {
+      return reembedded;
+    },
     async close() {
       clearInterval(sweeper);
       background.abort();
       await indexLoaded;
-      await reembedded;
+      // Runs started meanwhile are chained on it.
+      for (let last: Promise<void> | null = null; last !== reembedded;) await (last = reembedded);
       // Checks and stores whose clients have gone finish before what they use is closed.
       await cache.settled();
       await sync?.stop();

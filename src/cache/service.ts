@@ -7,7 +7,7 @@ import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, mayRival, type HitScorer, type Side } from './scorer.ts';
-import { embedText, embedTurns, formPrefix, ofEmbedder, vectorId } from './text-form.ts';
+import { embedText, embedTurns, formPrefix, ofEmbedder, pendingId, vectorId } from './text-form.ts';
 import { putAsQuestion } from './features.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
@@ -110,6 +110,13 @@ export interface CacheDeps {
   entryTtlSeconds: number;
   /** Minimum similarity of earlier user turns for a multi-turn semantic hit. */
   contextThreshold?: number;
+  /** Told when the embedder fails to embed after it worked (its server down, its workers restarting). */
+  onEmbedderDown?: (err: unknown) => void;
+  /**
+   * Told when it embeds again; `pending` when entries were stored meanwhile without their
+   * vectors (`pendingId`), to embed now (`reembed`).
+   */
+  onEmbedderBack?: (pending: boolean) => void;
   now?: () => number;
 }
 
@@ -142,6 +149,10 @@ export class CacheService {
   private readonly matchedNamespace = new WeakMap<EntryHead, string>();
   /** While the index is loaded at start (`loadIndex`): the ids deleted meanwhile. */
   private loading: Set<number> | null = null;
+  /** Whether the embedder's last attempt failed (no embedding made since). */
+  private embedderDown = false;
+  /** Whether entries were stored without their vectors since the embedder failed. */
+  private storedPending = false;
 
   constructor(private readonly deps: CacheDeps) {
     this.now = deps.now ?? Date.now;
@@ -230,6 +241,29 @@ export class CacheService {
     if (signal?.aborted) return loaded;
     this.loading = null;
     return loaded;
+  }
+
+  /** Whether the embedder embeds: false from a failure until it embeds again. */
+  get embedderAvailable(): boolean {
+    return !this.embedderDown;
+  }
+
+  private embedded(): void {
+    if (!this.embedderDown) return;
+    this.embedderDown = false;
+    const pending = this.storedPending;
+    this.storedPending = false;
+    this.deps.onEmbedderBack?.(pending);
+  }
+
+  /** Whether `err` says the embedder cannot embed now (`EmbedderUnavailableError`); notes it. */
+  private embedderFailed(err: unknown): boolean {
+    if (!(err instanceof Error && (err as { unavailable?: boolean }).unavailable === true)) return false;
+    if (!this.embedderDown) {
+      this.embedderDown = true;
+      this.deps.onEmbedderDown?.(err);
+    }
+    return true;
   }
 
   /** Whether semantic checks search the index: false while `loadIndex` is at work. */
@@ -362,12 +396,20 @@ export class CacheService {
     exactChecked: boolean,
   ): Promise<CheckResult> {
     const types = input.cacheTypes;
-    const semanticChecked = (types === undefined || types.includes('semantic')) && this.deps.embedder !== null && this.loading === null;
+    let semanticChecked = (types === undefined || types.includes('semantic')) && this.deps.embedder !== null && this.loading === null;
     let closest = 0;
     if (semanticChecked) {
       const threshold = input.similarityThreshold ?? account.defaultThreshold ?? DEFAULT_THRESHOLD;
       const key = semanticKey(input.messages, input.namespace ?? '');
-      const found = await this.semanticSearch(account, key, nowIso, input.model);
+      let found: { entry: Entry; score: number } | null = null;
+      try {
+        found = await this.semanticSearch(account, key, nowIso, input.model);
+      } catch (err) {
+        // The embedder cannot embed now: a miss that says the semantic cache was not searched,
+        // as the spec's field has it, not an error. The client calls its LLM as on any miss.
+        if (!this.embedderFailed(err)) throw err;
+        semanticChecked = false;
+      }
       if (found) {
         closest = found.score;
         // The score as shown decides, so a hit never shows a score below the threshold it met.
@@ -393,6 +435,7 @@ export class CacheService {
   ): Promise<{ entry: Entry; score: number } | null> {
     const embedder = this.deps.embedder as Embedder;
     const [vector, prefixVector] = await embedTurns(embedder, key, account.id);
+    this.embedded();
     await this.turns.next();
     if (!vector) return null;
     const partition = partitionOf(account.id, key.contextHash);
@@ -619,11 +662,20 @@ export class CacheService {
     const embedder = this.deps.embedder;
     let vector: Float32Array | null = null;
     let prefixVector: Float32Array | null = null;
+    let pending = false;
     if (embedder) {
-      const vs = await embedTurns(embedder, key, account.id);
+      try {
+        const vs = await embedTurns(embedder, key, account.id);
+        this.embedded();
+        vector = vs[0] ?? null;
+        prefixVector = vs[1] ?? null;
+      } catch (err) {
+        // The embedder cannot embed now: stored for exact hits, and embedded once it can.
+        if (!this.embedderFailed(err)) throw err;
+        pending = true;
+        this.storedPending = true;
+      }
       await this.turns.next();
-      vector = vs[0] ?? null;
-      prefixVector = vs[1] ?? null;
     }
     const nowMs = this.now();
     const createdAt = new Date(nowMs).toISOString();
@@ -640,7 +692,7 @@ export class CacheService {
       answer: input.answer,
       model: input.model,
       tokens: input.tokensUsed ?? estimateTokens(input.answer),
-      embedderId: embedder ? vectorId(embedder) : null,
+      embedderId: embedder ? (pending ? pendingId(embedder) : vectorId(embedder)) : null,
       vector,
       prefixVector,
       createdAt,

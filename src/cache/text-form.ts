@@ -24,6 +24,14 @@ export function vectorId(embedder: Embedder): string {
   return `${formPrefix(embedder)}${TEXT_FORM}`;
 }
 
+/**
+ * The id stored, without a vector, with an entry that this embedder could not embed when it was
+ * stored (its server down): an entry to embed once it can (`Store.staleVectorIds`).
+ */
+export function pendingId(embedder: Embedder): string {
+  return `${formPrefix(embedder)}pending`;
+}
+
 /** Whether a stored vector is this embedder's, of any text form. */
 export function ofEmbedder(stored: string | null, embedder: Embedder): boolean {
   return stored !== null && (stored === embedder.id || stored.startsWith(formPrefix(embedder)));

@@ -148,23 +148,34 @@ describe('HTTP embedder', () => {
     assert.ok(Math.abs((b[0] as number) - 1 / Math.sqrt(2)) < 1e-6);
   });
 
-  test('when the embedding server fails, checks and stores that need it are 503 SERVICE_UNAVAILABLE', async () => {
+  test('when the embedding server fails, checks are misses and stores exact only; once it is back, those stores are embedded', async () => {
     const e = await createHttpEmbedder({ baseUrl: base, model: 'm', apiKey: 'secret' });
     const t = await startTestApp({ embedder: e });
     try {
       const key = await t.key();
       const messages = [{ role: 'user', content: 'What is the capital of Australia?' }];
       failing = true;
-      for (const [url, body] of [
-        ['/api/v1/check', { messages }],
-        ['/api/v1/store', { messages, answer: 'Canberra' }],
-      ] as const) {
-        const res = await t.post(url, body, key);
-        assert.equal(res.statusCode, 503, `${url}: ${res.body}`);
-        assert.equal(res.json().error.code, 'SERVICE_UNAVAILABLE');
-      }
+      const miss = await t.post('/api/v1/check', { messages }, key);
+      assert.equal(miss.statusCode, 200, miss.body);
+      assert.equal(miss.json().cache_hit, false);
+      assert.deepEqual(miss.json().search_results, { exact_checked: true, semantic_checked: false, closest_match_score: 0 });
+      const stored = await t.post('/api/v1/store', { messages, answer: 'Canberra' }, key);
+      assert.equal(stored.statusCode, 200, stored.body);
+      assert.deepEqual(stored.json().cache_types_stored, ['exact']);
+      assert.equal((await t.post('/api/v1/check', { messages }, key)).json().cache_type, 'exact');
+      const health = await t.get('/healthz');
+      assert.equal(health.statusCode, 200);
+      assert.equal(health.json().checks.embedder, 'unavailable');
+
       failing = false;
-      assert.equal((await t.post('/api/v1/store', { messages, answer: 'Canberra' }, key)).statusCode, 200);
+      const other = await t.post('/api/v1/check', { messages: [{ role: 'user', content: 'Who wrote Hamlet?' }] }, key);
+      assert.equal(other.json().search_results.semantic_checked, true);
+      assert.equal((await t.get('/healthz')).json().checks.embedder, 'ok');
+      // The entry stored meanwhile is embedded now, and found by the semantic cache.
+      await t.runtime.reembedded;
+      const semantic = (await t.post('/api/v1/check', { messages, cache_types: ['semantic'] }, key)).json();
+      assert.equal(semantic.cache_type, 'semantic', JSON.stringify(semantic));
+      assert.equal(semantic.answer, 'Canberra');
     } finally {
       failing = false;
       await t.close();

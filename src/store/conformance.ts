@@ -295,9 +295,14 @@ export function storeConformance(
       await store.putEntry(entry(a.id, { embedderId: 'use-lite@99' }));
       await store.putEntry(entry(a.id, { embedderId: 'http:m' }));
       await store.putEntry(entry(a.id, { embedderId: 'use-lite@9', vector: null }));
+      // Stored while the embedder could not embed.
+      const pending = await store.putEntry(entry(a.id, { embedderId: 'use-lite@9+textpending', vector: null }));
       const ids = await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', 'use-lite@9+text', bare.id - 1, 100);
-      assert.deepEqual(ids, [bare.id, older.id]);
-      assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', 'use-lite@9+text', bare.id, 100), [older.id]);
+      assert.deepEqual(ids, [bare.id, older.id, pending.id]);
+      assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', 'use-lite@9+text', bare.id, 100), [
+        older.id,
+        pending.id,
+      ]);
       assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', 'use-lite@9+text', bare.id - 1, 1), [bare.id]);
     });
 

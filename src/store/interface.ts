@@ -208,8 +208,9 @@ export interface Store {
   scanVectors(afterId: number, limit: number): Promise<VectorRow[]>;
   /**
    * Ids, in order and after `afterId`, of entries whose vector id is `embedderId` or starts with
-   * `prefix` (the embedder's, of any text form) but is not `current`: vectors to make again. No
-   * vector is read.
+   * `prefix` (the embedder's, of any text form) but is not `current`: vectors to make again; and
+   * of entries without a vector whose id is `prefix` + `pending` (`pendingId`): stored while the
+   * embedder could not embed. No vector is read.
    */
   staleVectorIds(current: string, embedderId: string, prefix: string, afterId: number, limit: number): Promise<number[]>;
   /**

@@ -702,7 +702,7 @@ export class PostgresStore implements Store {
 
   async staleVectorIds(current: string, embedderId: string, prefix: string, afterId: number, limit: number): Promise<number[]> {
     const rows = await this.q(
-      `SELECT id FROM entries WHERE id > $1 AND vector IS NOT NULL AND embedder_id <> $2
+      `SELECT id FROM entries WHERE id > $1 AND (vector IS NOT NULL OR embedder_id = $5 || 'pending') AND embedder_id <> $2
          AND (embedder_id = $3 OR left(embedder_id, $4) = $5) ORDER BY id LIMIT $6`,
       [afterId, current, embedderId, prefix.length, prefix, limit],
     );

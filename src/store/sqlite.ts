@@ -749,10 +749,10 @@ export class SqliteStore implements Store {
     return (
       this.db
         .prepare(
-          `SELECT id FROM entries WHERE id > ? AND vector IS NOT NULL AND embedder_id <> ?
+          `SELECT id FROM entries WHERE id > ? AND (vector IS NOT NULL OR embedder_id = ? || 'pending') AND embedder_id <> ?
              AND (embedder_id = ? OR substr(embedder_id, 1, ?) = ?) ORDER BY id LIMIT ?`,
         )
-        .all(afterId, current, embedderId, prefix.length, prefix, limit) as { id: number }[]
+        .all(afterId, prefix, current, embedderId, prefix.length, prefix, limit) as { id: number }[]
     ).map((r) => r.id);
   }
 
