@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import pg from 'pg';
 import type { Embedder } from '../embedding/interface.ts';
 import type { VectorRow } from '../store/interface.ts';
@@ -29,6 +30,8 @@ const GAP_WAIT_MS = 10_000;
  * disk, a writer paused between its insert and its commit) is applied when it does.
  */
 const LATE_WAIT_MS = 15 * 60_000;
+/** How long applying changes holds the event loop before it lets requests through. */
+const SLICE_MS = 5;
 /** A jump of more numbers than this at once is not waited for (no writer holds that many open). */
 const MAX_GAPS = 10_000;
 /**
@@ -140,19 +143,29 @@ export class IndexSync {
 
   private async catchUp(): Promise<void> {
     // Numbers missed before may have committed since.
-    if (this.gaps.size > 0 || this.late.size > 0) this.apply(await this.store.changesAt([...this.gaps.keys(), ...this.late.keys()]));
+    if (this.gaps.size > 0 || this.late.size > 0) await this.apply(await this.store.changesAt([...this.gaps.keys(), ...this.late.keys()]));
     for (;;) {
       const changes = await this.store.changesSince(Math.max(this.lastSeq, this.highest), 1000);
       if (changes.length === 0) break;
-      this.apply(changes);
+      await this.apply(changes);
     }
     this.advance(Date.now());
   }
 
-  private apply(changes: readonly (EntryChange & { vector: VectorRow | null })[]): void {
+  /**
+   * Applies changes in order, letting requests through every few milliseconds: a node catching
+   * up on many (after its start or a lost connection) puts each vector in a graph in about a
+   * millisecond, and a batch of a thousand would hold the event loop for a second.
+   */
+  private async apply(changes: readonly (EntryChange & { vector: VectorRow | null })[]): Promise<void> {
     const now = Date.now();
     const nowIso = new Date(now).toISOString();
+    let deadline = performance.now() + SLICE_MS;
     for (const c of changes) {
+      if (performance.now() >= deadline) {
+        await setImmediate();
+        deadline = performance.now() + SLICE_MS;
+      }
       const late = this.late.delete(c.seq);
       if (!late && (c.seq <= this.lastSeq || this.appliedAbove.has(c.seq))) continue;
       const partition = partitionOf(c.accountId, c.contextHash);
