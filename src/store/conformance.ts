@@ -239,6 +239,12 @@ export function storeConformance(
         searched.entries.map((e) => e.id),
         [docs.id],
       );
+      // An empty namespace is none: the entries stored without one.
+      const inNone = await store.listEntries(a.id, { page: 1, perPage: 10, namespace: '' });
+      assert.deepEqual(
+        inNone.entries.map((e) => e.id),
+        [plain.id],
+      );
     });
 
     test('expired entries are deleted and reported; vectors scan in id order', async () => {

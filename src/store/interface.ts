@@ -94,7 +94,7 @@ export interface DeletedEntry {
 /** `recent` first, most `hits` first, or `slowest` (highest mean lookup time of its hits) first. */
 export type EntryOrder = 'recent' | 'hits' | 'slowest';
 
-/** A page of an account's entries: `q` searches question, answer and model; `namespace` keeps one namespace's. */
+/** A page of an account's entries: `q` searches question, answer and model; `namespace` keeps one namespace's (`''`: those stored in none). */
 export interface EntryListOptions {
   page: number;
   perPage: number;

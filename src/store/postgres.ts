@@ -589,7 +589,9 @@ export class PostgresStore implements Store {
     // Expired entries are gone for the account already, before the sweep deletes them.
     const args: unknown[] = [accountId, new Date().toISOString()];
     let where = 'account_id = $1 AND (expires_at IS NULL OR expires_at > $2)';
-    if (opts.namespace) {
+    // An empty namespace is none, as on check and store.
+    if (opts.namespace === '') where += ' AND namespace IS NULL';
+    else if (opts.namespace !== undefined) {
       args.push(opts.namespace);
       where += ` AND namespace = $${args.length}`;
     }

@@ -673,7 +673,9 @@ export class SqliteStore implements Store {
     // Expired entries are gone for the account already, before the sweep deletes them.
     const where = ['account_id = ?', '(expires_at IS NULL OR expires_at > ?)'];
     const args: unknown[] = [accountId, new Date().toISOString()];
-    if (opts.namespace) {
+    // An empty namespace is none, as on check and store.
+    if (opts.namespace === '') where.push('namespace IS NULL');
+    else if (opts.namespace !== undefined) {
       where.push('namespace = ?');
       args.push(opts.namespace);
     }
