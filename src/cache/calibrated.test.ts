@@ -74,9 +74,16 @@ describe('CalibratedScorer', () => {
       ['Hi!', 'Hello'],
       ['Hello there!', 'hey'],
       ['Hey, how are you?', 'hello how are you'],
+      // A number in words as in digits.
+      ['Give me ten tips for better sleep', 'Give me 10 tips for better sleep'],
+      ['What are the five best movies of all time?', 'What are the 5 best movies of all time?'],
+      ['a twenty-five minute workout', 'a 25 minute workout'],
     ]) {
       assert.equal(score(x as string, y as string), 1, `${x} / ${y}`);
     }
+    // Other numbers, and "one" (as often a pronoun), are not made the same.
+    assert.notEqual(score('Give me ten tips for better sleep', 'Give me 12 tips for better sleep'), 1);
+    assert.notEqual(score('Which one is better?', 'Which 1 is better?'), 1);
     for (const [a, b] of [
       ['What is 5+3?', 'What is 5-3?'],
       ['Is C++ hard to learn?', 'Is C# hard to learn?'],

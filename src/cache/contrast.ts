@@ -1079,6 +1079,18 @@ const ROMAN_RE =
   /(?<![\p{L}\p{N}])(?:II|III|IV|VI|VII|VIII|IX|XI|XII|XIII|XIV|XV|XVI|XVII|XVIII|XIX|XX|iii|vii|viii|xii|xiii|xiv|xvi|xvii|xviii|xix|(?<=\p{L}[ \t]\p{Lu}\p{L}*[ \t])[IVX])(?![\p{L}\p{N}])/gu;
 
 /**
+ * The text with each run of number words that names one number written as that number in digits
+ * ("Give me ten tips" as "Give me 10 tips", "twenty-five" as "25", "a hundred" as "100"); "one"
+ * alone, a pronoun as often, and runs of several numbers ("two or three") are left as typed.
+ */
+export function numberWordsAsDigits(text: string): string {
+  return text.replace(WORDS_RE, (run) => {
+    const values = wordNumbers(run);
+    return values.length === 1 ? String(values[0]) : run;
+  });
+}
+
+/**
  * The numbers of a run of number words: "twenty-five", "a hundred and fifty", "two thousand and
  * one" are one each; "five and seven", "two or three" are two.
  */
