@@ -78,6 +78,10 @@ describe('CalibratedScorer', () => {
       ['Give me ten tips for better sleep', 'Give me 10 tips for better sleep'],
       ['What are the five best movies of all time?', 'What are the 5 best movies of all time?'],
       ['a twenty-five minute workout', 'a 25 minute workout'],
+      // Typed as keywords, without a question mark, as into a search box.
+      ['hey, how are you', 'hello how are you'],
+      ['whats love', 'what is love'],
+      ["what's the time", 'what is the time'],
     ]) {
       assert.equal(score(x as string, y as string), 1, `${x} / ${y}`);
     }

@@ -451,11 +451,18 @@ export class CalibratedScorer implements HitScorer {
     // a US phone number" / "… a UK phone number" 0.96), are read as the questions they are: the
     // first stage, trained on questions and sentences, reads two such fragments as the same, and the
     // questions strictly (0.57, 0.22). Not for the checks of another request (`differs`), which read
-    // the texts as typed.
+    // the texts as typed, nor for two texts of the same words ("whats love" / "what is love", "hey,
+    // how are you" / "hello how are you"), which the questions would make other words.
     if (form === null && keywords) {
       const kA = keywordQuestion(textA);
       const kB = kA === null ? null : keywordQuestion(textB);
-      if (kA !== null && kB !== null && oneChange(textA, textB)) [textA, textB] = [kA, kB];
+      if (
+        kA !== null &&
+        kB !== null &&
+        oneChange(textA, textB) &&
+        this.analyseQuery(query, textA).canonical !== this.analyse(textB, candidate.scope).canonical
+      )
+        [textA, textB] = [kA, kB];
     }
     const a = this.analyseQuery(query, textA);
     const b = this.analyse(textB, candidate.scope);
