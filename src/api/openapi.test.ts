@@ -33,6 +33,7 @@ describe('/openapi.json: statuses, error bodies and headers', () => {
     ['/api/v1/usage', 'get', ['200', '400', '401', '429', '500', '503']],
     ['/api/v1/health', 'get', ['200', '401', '429', '500', '503']],
     ['/healthz', 'get', ['200', '429', '500', '503']],
+    ['/api/v1/entries/{id}', 'delete', ['200', '400', '401', '404', '413', '415', '429', '500', '503']],
   ];
 
   for (const [path, method, statuses] of operations) {
@@ -52,6 +53,18 @@ describe('/openapi.json: statuses, error bodies and headers', () => {
       }
     });
   }
+
+  test('a DELETE with a body that is not JSON is refused as the document says', async () => {
+    const res = await t.app.inject({
+      method: 'DELETE',
+      url: '/api/v1/entries/12345',
+      payload: 'x',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' },
+    });
+    assert.equal(res.statusCode, 415);
+    assert.equal(res.json().error.code, 'UNSUPPORTED_MEDIA_TYPE');
+    assert.ok(doc.paths['/api/v1/entries/{id}']?.delete?.responses['415']);
+  });
 
   test("the error body is the spec's", () => {
     assert.deepEqual(doc.components.schemas.Error?.required, ['error', 'status', 'timestamp']);

@@ -139,7 +139,7 @@ const ERROR_RESPONSES = {
   401: 'INVALID_API_KEY: the Authorization header is missing or malformed, or its key is invalid, revoked or expired.',
   404: 'NOT_FOUND: the account has no such entry.',
   413: 'PAYLOAD_TOO_LARGE: the body is larger than the server accepts.',
-  415: 'UNSUPPORTED_MEDIA_TYPE: the body is not application/json.',
+  415: 'UNSUPPORTED_MEDIA_TYPE: the body is not application/json, or is compressed (Content-Encoding).',
   429: 'RATE_LIMIT_EXCEEDED: too many requests (or failed keys) from this account or address; retry after Retry-After seconds.',
   500: 'INTERNAL_ERROR: an unexpected failure; the request id names it in the server log.',
   503: 'SERVICE_UNAVAILABLE: a dependency is unavailable or the server is closing; retry shortly.',

@@ -144,7 +144,7 @@ export function entriesRoutes(app: FastifyInstance, ctx: AppContext): void {
       config: { route: 'entries' },
       schema: {
         summary: 'Delete a cached entry; it stops matching at once',
-        response: responses(entryDeletedResponseSchema, [400, 401, 404, 429, 500, 503]),
+        response: responses(entryDeletedResponseSchema, [400, 401, 404, 413, 415, 429, 500, 503]),
       },
     },
     async (request) => {
