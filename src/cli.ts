@@ -20,7 +20,7 @@ Commands:
   keys revoke KEY_ID                             Revoke a key; the API rejects it at once
   accounts list [--json]                         List accounts
   accounts set-password NAME [--password-stdin]  Set the dashboard password of an account (asked for, or read from stdin)
-  help                                           Show this help
+  help                                           Show this help (as does --help after any command)
 
 Configuration comes from the environment (see README): REPRISE_DATA_DIR, HOST, PORT, ...`;
 
@@ -250,6 +250,12 @@ async function accountsCommand(config: Config, args: string[], out: Out): Promis
 /** Runs a CLI command. Returns the process exit code. */
 export async function runCli(argv: string[], out: Out = console.log, err: Out = console.error): Promise<number> {
   const [command = 'serve', ...args] = argv;
+  // `--help` or `-h` after any command (before a `--`) asks for the help, not for the command.
+  const end = argv.indexOf('--');
+  if ((end < 0 ? argv : argv.slice(0, end)).some((a) => a === '--help' || a === '-h')) {
+    out(HELP);
+    return 0;
+  }
   try {
     switch (command) {
       case 'serve': {

@@ -258,6 +258,24 @@ describe('the real server, as a user runs it', () => {
     assert.equal(hit.json.cache_type, 'semantic', JSON.stringify(hit.json));
   });
 
+  test('--help after a command shows the help and does nothing else', async () => {
+    const nowhere = { ...env, REPRISE_DATA_DIR: path.join(dir, 'helped') };
+    for (const args of [
+      ['--help'],
+      ['keys', '--help'],
+      ['keys', 'create', '--help'],
+      ['keys', 'create', '--account', 'x', '-h'],
+      ['accounts', 'list', '--help'],
+      ['serve', '--help'],
+    ]) {
+      const res = await runCli(args, nowhere);
+      assert.equal(res.code, 0, `${args.join(' ')}: ${res.stderr}`);
+      assert.match(res.stdout, /^Usage: reprise <command>/, args.join(' '));
+      assert.equal(res.stderr, '', args.join(' '));
+    }
+    assert.equal(existsSync(path.join(dir, 'helped')), false);
+  });
+
   test('the CLI explains bad usage', async () => {
     const res = await runCli(['keys', 'create'], env);
     assert.equal(res.code, 2);
