@@ -146,7 +146,13 @@
       [xs, u.series.map((p) => p.estimated_cost_savings_usd)],
       {
         quiet,
-        values: (_, ticks) => ticks.map((t) => `$${t.toFixed(t < 1 ? 4 : 2)}`),
+        // From $0, and to a cent at least: nothing saved is a flat line at $0, not a scale to $100.
+        range: (_, _min, max) => [0, Math.max(max, 0.01)],
+        // One number of decimals for the whole axis, by its top.
+        values: (u, ticks) => {
+          const top = Math.max(...ticks);
+          return ticks.map((t) => `$${t.toFixed(top < 1 ? 4 : 2)}`);
+        },
       },
     );
     // Entries served at least once: one never hit is not reused, however high it sorts.
