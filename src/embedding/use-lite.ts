@@ -4,6 +4,11 @@ import { EmbedderUnavailableError, type Embedder } from './interface.ts';
 import { Lru } from '../util/lru.ts';
 
 const DIMENSIONS = 512;
+/**
+ * Characters of text per batch sent to one worker (a longer text goes alone): a batch takes the
+ * time of all its texts, and what comes after it waits for it whole.
+ */
+const BATCH_CHARS = 16_000;
 
 export interface UseLiteOptions {
   /** Worker threads, each with its own copy of the model. Default: the number of cores. */
@@ -54,7 +59,13 @@ class UseLitePool implements Embedder {
   readonly maxBatch: number;
   backend = 'use-lite';
   private readonly slots: Slot[] = [];
-  private readonly queue: Pending[] = [];
+  /**
+   * Texts waiting for a worker, by scope (account), in the order the scopes are to be served:
+   * batches take one text of each scope in turn, so an account that sends many long texts waits
+   * behind its own, and another account's text goes in one of the next batches.
+   */
+  private readonly queues = new Map<string, Pending[]>();
+  private queued = 0;
   private readonly memo: Lru<string, Float32Array>;
   private readonly inflight = new Map<string, Promise<Float32Array>>();
   private closed = false;
@@ -126,17 +137,44 @@ class UseLitePool implements Embedder {
     this.addWorker().catch((e: unknown) => {
       if (this.slots.length === 0) {
         const err = new EmbedderUnavailableError(`no embedding worker is running: ${e instanceof Error ? e.message : String(e)}`);
-        for (const p of this.queue.splice(0)) p.reject(err);
+        for (const p of this.drain()) p.reject(err);
       }
       setTimeout(() => this.respawn(Math.min(retryMs * 2, 30_000)), retryMs).unref();
     });
   }
 
+  /** The next batch: one text of each scope in turn, up to `maxBatch` texts and `BATCH_CHARS` characters. */
+  private take(): Pending[] {
+    const batch: Pending[] = [];
+    let chars = 0;
+    while (this.queued > 0 && batch.length < this.maxBatch) {
+      const [scope, waiting] = this.queues.entries().next().value as [string, Pending[]];
+      const next = waiting[0] as Pending;
+      if (batch.length > 0 && chars + next.text.length > BATCH_CHARS) break;
+      waiting.shift();
+      this.queued--;
+      batch.push(next);
+      chars += next.text.length;
+      // The scope goes last in turn, or leaves when it has nothing more waiting.
+      this.queues.delete(scope);
+      if (waiting.length > 0) this.queues.set(scope, waiting);
+    }
+    return batch;
+  }
+
+  /** Takes every text waiting, to refuse them. */
+  private drain(): Pending[] {
+    const all = [...this.queues.values()].flat();
+    this.queues.clear();
+    this.queued = 0;
+    return all;
+  }
+
   private pump(): void {
     for (const slot of this.slots) {
-      if (this.queue.length === 0) return;
+      if (this.queued === 0) return;
       if (slot.busy) continue;
-      const batch = this.queue.splice(0, this.maxBatch);
+      const batch = this.take();
       slot.busy = batch;
       slot.batchId = this.nextBatch++;
       slot.worker.postMessage({ id: slot.batchId, texts: batch.map((p) => p.text) });
@@ -150,7 +188,10 @@ class UseLitePool implements Embedder {
     const running = this.inflight.get(key);
     if (running) return running;
     const p = new Promise<Float32Array>((resolve, reject) => {
-      this.queue.push({ text, resolve, reject });
+      const waiting = this.queues.get(scope ?? '');
+      if (waiting) waiting.push({ text, resolve, reject });
+      else this.queues.set(scope ?? '', [{ text, resolve, reject }]);
+      this.queued++;
     }).then(
       (v) => {
         this.inflight.delete(key);
@@ -178,7 +219,7 @@ class UseLitePool implements Embedder {
   async close(): Promise<void> {
     this.closed = true;
     const err = new Error('embedder is closed');
-    for (const p of this.queue.splice(0)) p.reject(err);
+    for (const p of this.drain()) p.reject(err);
     const slots = this.slots.splice(0);
     for (const s of slots) if (s.busy) for (const p of s.busy) p.reject(err);
     await Promise.all(slots.map((s) => s.worker.terminate()));

@@ -113,6 +113,28 @@ describe('isolation between accounts', () => {
     assert.equal(aliceUsage.cache_hits, 1);
   });
 
+  test("one account's flood of long checks does not hold up another account's check", async () => {
+    const flooder = await t.key('flooder');
+    const other = await t.key('other');
+    // Long texts, each its own (none is remembered), sent at once within the plan's burst.
+    const words = ['river', 'stone', 'cloud', 'amber', 'falcon', 'copper', 'meadow', 'harbor'];
+    const long = (i: number) => Array.from({ length: 12_000 }, (_, j) => words[(i * 7 + j * (i + 3)) % words.length]).join(' ') + ` #${i}`;
+    let floodDone = 0;
+    const flood = Array.from({ length: 24 }, (_, i) =>
+      t.post('/api/v1/check', { messages: [user(long(i))] }, flooder).then((res) => {
+        floodDone++;
+        return res;
+      }),
+    );
+    const res = await t.post('/api/v1/check', { messages: [user('What is the boiling point of water at sea level?')] }, other);
+    const doneBefore = floodDone;
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.json().search_results.semantic_checked, true);
+    for (const r of await Promise.all(flood)) assert.equal(r.statusCode, 200);
+    // Answered after a few of the flood's checks, not after all of them.
+    assert.ok(doneBefore <= 4, `the other account's check was answered after ${doneBefore} of the flood's 24`);
+  });
+
   test('namespaces partition an account further', async () => {
     const key = await t.key();
     const messages = [user('Summarise the quarterly report')];
