@@ -23,6 +23,7 @@ import { entriesRoutes } from './api/routes/entries.ts';
 import { dashboardRoutes } from './dashboard/routes.ts';
 import type { BucketRule, LimitResult } from './limits/interface.ts';
 import { MemoryRateLimiter } from './limits/memory.ts';
+import { limitedAddress } from './util/address.ts';
 import { Metrics } from './api/metrics.ts';
 import { isSqliteUnavailable } from './store/sqlite.ts';
 
@@ -132,7 +133,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
             })
           : new ApiError('INTERNAL_ERROR', 'Internal server error');
       Promise.resolve()
-        .then(() => limiter.consume(`public:${request.ip}`, PUBLIC_RULE))
+        .then(() => limiter.consume(`public:${limitedAddress(request.ip)}`, PUBLIC_RULE))
         .then(
           (r) => {
             publicLimit(reply, r);
@@ -249,9 +250,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       ) {
         pending = auth(request, reply);
       } else if (limiter.consumeSync !== undefined) {
-        publicLimit(reply, limiter.consumeSync(`public:${request.ip}`, PUBLIC_RULE));
+        publicLimit(reply, limiter.consumeSync(`public:${limitedAddress(request.ip)}`, PUBLIC_RULE));
       } else {
-        pending = limiter.consume(`public:${request.ip}`, PUBLIC_RULE).then((r) => publicLimit(reply, r));
+        pending = limiter.consume(`public:${limitedAddress(request.ip)}`, PUBLIC_RULE).then((r) => publicLimit(reply, r));
       }
     } catch (err) {
       done(err as FastifyError);
@@ -383,7 +384,7 @@ function answerConnect(socket: Socket, limiter: AppContext['limiter']): void {
 /** Writes `failure` in the spec's shape on a connection no reply object owns, then closes it. */
 function answerOnSocket(failure: ApiError, socket: Socket, limiter: AppContext['limiter']): void {
   Promise.resolve()
-    .then(() => limiter.consume(`public:${socket.remoteAddress ?? 'unknown'}`, PUBLIC_RULE))
+    .then(() => limiter.consume(`public:${limitedAddress(socket.remoteAddress ?? 'unknown')}`, PUBLIC_RULE))
     .then(
       (r): LimitResult | null => r,
       () => null,

@@ -87,3 +87,43 @@ describe('behind a proxy (REPRISE_TRUST_PROXY)', () => {
     }
   });
 });
+
+describe('per-address limits and IPv6', () => {
+  test('the addresses of one IPv6 /64 count as one for failed authentications and sign-ins', async () => {
+    const t = await startTestApp({ env: { REPRISE_AUTH_FAILURES_PER_MINUTE: '3' } });
+    try {
+      const keyCodes: number[] = [];
+      const signInCodes: number[] = [];
+      for (let i = 1; i <= 12; i++) {
+        // A host picks another address of its /64 for each attempt.
+        const remoteAddress = `2001:db8:5:6::${i.toString(16)}`;
+        const wrongKey = await t.app.inject({
+          method: 'GET',
+          url: '/api/v1/usage',
+          headers: { authorization: `Bearer rp_live_${'C'.repeat(40)}` },
+          remoteAddress,
+        });
+        keyCodes.push(wrongKey.statusCode);
+        const signIn = await t.app.inject({
+          method: 'POST',
+          url: '/dashboard/api/login',
+          payload: { account: 'someone', password: `guess ${i}` },
+          remoteAddress,
+        });
+        signInCodes.push(signIn.statusCode);
+      }
+      assert.deepEqual(keyCodes, [...Array<number>(3).fill(401), ...Array<number>(9).fill(429)]);
+      assert.deepEqual(signInCodes, [...Array<number>(10).fill(401), 429, 429]);
+      // Another /64 has its own limits.
+      const elsewhere = await t.app.inject({
+        method: 'GET',
+        url: '/api/v1/usage',
+        headers: { authorization: `Bearer rp_live_${'C'.repeat(40)}` },
+        remoteAddress: '2001:db8:5:7::1',
+      });
+      assert.equal(elsewhere.statusCode, 401);
+    } finally {
+      await t.close();
+    }
+  });
+});

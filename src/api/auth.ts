@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, authenticateSync, presentedHash } from '../keys/keys.ts';
 import type { Account, ApiKey } from '../store/interface.ts';
 import type { BucketRule, LimitResult } from '../limits/interface.ts';
+import { limitedAddress } from '../util/address.ts';
 import { ApiError } from './errors.ts';
 import type { AppContext } from './context.ts';
 
@@ -112,7 +113,7 @@ export function authHook(ctx: AppContext) {
     found: { key: ApiKey; account: Account } | null,
   ): void | Promise<void> => {
     if (!found) {
-      const r = consume(`authfail:${request.ip}`, failRule);
+      const r = consume(`authfail:${limitedAddress(request.ip)}`, failRule);
       if (r instanceof Promise) return r.then((x) => failed(reply, secret, x));
       return failed(reply, secret, r);
     }

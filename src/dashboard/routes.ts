@@ -10,6 +10,7 @@ import { usageBody, usageQuerySchema, type UsageQuery } from '../api/routes/usag
 import { createKey } from '../keys/keys.ts';
 import type { Account, Session } from '../store/interface.ts';
 import { verifyPassword } from './passwords.ts';
+import { limitedAddress } from '../util/address.ts';
 
 const COOKIE = 'reprise_session';
 const SESSION_HOURS = 12;
@@ -138,7 +139,7 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
         throw invalid('password', 'a password', undefined);
       // Every attempt takes its token before the password is checked, so attempts made at the
       // same moment cannot all pass a look at the bucket before any of them is charged.
-      const gate = await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE);
+      const gate = await ctx.limiter.consume(`login:${limitedAddress(request.ip)}`, LOGIN_RULE);
       if (!gate.allowed) {
         reply.header('Retry-After', gate.retryAfter || 1);
         throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many sign-in attempts; wait and try again', undefined, Math.max(1, gate.retryAfter));
@@ -147,7 +148,7 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
       const ok = await verifyPassword(password, account ? await ctx.store.getPasswordHash(account.id) : null);
       if (!ok || !account) throw new ApiError('INVALID_CREDENTIALS', 'Wrong account name or password');
       // Only failed attempts count: a successful one gives its token back.
-      await ctx.limiter.consume(`login:${request.ip}`, LOGIN_RULE, -1);
+      await ctx.limiter.consume(`login:${limitedAddress(request.ip)}`, LOGIN_RULE, -1);
       const token = randomBytes(32).toString('base64url');
       const now = Date.now();
       const session: Session = {
