@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as nextPass, setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
 import { Lru } from '../util/lru.ts';
@@ -249,6 +249,12 @@ const isLockBusy = (err: unknown): boolean => err instanceof Database.SqliteErro
 
 /** How long a write waits, in all, for another process to release the write lock before it fails. */
 const LOCK_WAIT_MS = 5000;
+/**
+ * Entries a search reads between two passes of the event loop. A search reads the texts of all
+ * the account's entries (up to a megabyte or so each); read at once, an account of many long
+ * entries held up every account's requests for seconds.
+ */
+const SEARCH_CHUNK = 25;
 
 /** The pause before trying a write again that found the lock held: 1, 2, 4... ms, then every 50 ms. */
 const retryPause = (tries: number): number => Math.min(50, 2 ** tries);
@@ -679,16 +685,31 @@ export class SqliteStore implements Store {
       where.push('namespace = ?');
       args.push(opts.namespace);
     }
+    const order = ORDER_SQL[opts.order ?? 'recent'];
     if (opts.q) {
       // SQLite's LIKE ignores the case of ASCII letters only: a search with other letters compares
       // both sides lower-cased by JavaScript ("CAFÉ" finds "café"), at a function call per row.
       const ascii = /^[\x00-\x7f]*$/.test(opts.q);
       const col = (c: string) => (ascii ? c : `lower_any(${c})`);
-      where.push(`(${col('query_text')} LIKE ? ESCAPE '\\' OR ${col('answer')} LIKE ? ESCAPE '\\' OR ${col('model')} LIKE ? ESCAPE '\\')`);
+      const matches = `(${col('query_text')} LIKE ? ESCAPE '\\' OR ${col('answer')} LIKE ? ESCAPE '\\' OR ${col('model')} LIKE ? ESCAPE '\\')`;
       const like = `%${(ascii ? opts.q : opts.q.toLowerCase()).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-      args.push(like, like, like);
+      // The matching ids, SEARCH_CHUNK entries at a time (newest first), then the page among them.
+      const chunk = this.db.prepare<unknown[], { id: number; hit: number }>(
+        `SELECT id, ${matches} AS hit FROM entries WHERE ${where.join(' AND ')} AND id < ? ORDER BY id DESC LIMIT ${SEARCH_CHUNK}`,
+      );
+      const ids: number[] = [];
+      for (let before = Number.MAX_SAFE_INTEGER; ;) {
+        const rows = chunk.all(like, like, like, ...args, before);
+        for (const r of rows) if (r.hit) ids.push(r.id);
+        if (rows.length < SEARCH_CHUNK) break;
+        before = (rows[rows.length - 1] as { id: number }).id;
+        await nextPass();
+      }
+      const rows = this.db
+        .prepare(`SELECT * FROM entries WHERE account_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY ${order} LIMIT ? OFFSET ?`)
+        .all(accountId, JSON.stringify(ids), opts.perPage, (opts.page - 1) * opts.perPage) as EntryRow[];
+      return { entries: rows.map(toEntry), total: ids.length };
     }
-    const order = ORDER_SQL[opts.order ?? 'recent'];
     const sqlWhere = where.join(' AND ');
     const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM entries WHERE ${sqlWhere}`).get(...args) as { n: number }).n;
     const rows = this.db

@@ -184,3 +184,50 @@ describe('isolation between accounts', () => {
     assert.equal(teamA.pagination.total, 1);
   });
 });
+
+describe('searches of a large account', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  test("a search through many long entries lets another account's requests through", async () => {
+    const big = await t.key('big-account');
+    const other = await t.key('other-account');
+    const answer = 'lorem ipsum dolor sit amet '.repeat(800);
+    for (let i = 0; i < 200; i++) {
+      const tail = i % 50 === 0 ? ' Needle' : '';
+      const res = await t.post('/api/v1/store', { messages: [user(`question ${i}`)], answer: `${answer}${i}${tail}` }, big);
+      assert.equal(res.statusCode, 200);
+    }
+    const messages = [user('What is the tallest mountain?')];
+    await t.post('/api/v1/store', { messages, answer: 'Everest' }, other);
+
+    const answered: string[] = [];
+    const search = t.get('/api/v1/entries?q=needle&per_page=2', big).then((res) => {
+      answered.push('search');
+      return res;
+    });
+    const check = t.post('/api/v1/check', { messages }, other).then((res) => {
+      answered.push('check');
+      return res;
+    });
+    const [found, hit] = await Promise.all([search, check]);
+    assert.equal(hit.json().answer, 'Everest');
+    assert.deepEqual(answered, ['check', 'search']);
+    // The search finds what it did: the newest first, and the total over all pages.
+    assert.equal(found.statusCode, 200);
+    const body = found.json();
+    assert.deepEqual(body.pagination, { page: 1, per_page: 2, total: 4, total_pages: 2 });
+    assert.deepEqual(
+      body.data.map((e: { question: string }) => e.question),
+      ['question 150', 'question 100'],
+    );
+    const second = (await t.get('/api/v1/entries?q=needle&per_page=2&page=2&order=recent', big)).json();
+    assert.deepEqual(
+      second.data.map((e: { question: string }) => e.question),
+      ['question 50', 'question 0'],
+    );
+  });
+});
