@@ -278,3 +278,74 @@ describe('dashboard API', () => {
     assert.equal((await call('GET', '/dashboard/api/me', s)).statusCode, 401);
   });
 });
+
+describe('dashboard behind a proxy that passes the public host in X-Forwarded-Host', () => {
+  let proxied: TestApp;
+  let direct: TestApp;
+  before(async () => {
+    proxied = await startTestApp({ env: { REPRISE_TRUST_PROXY: 'true' } });
+    direct = await startTestApp();
+    for (const t of [proxied, direct]) {
+      await t.key('behind', 'pro');
+      const a = await t.runtime.ctx.store.getAccountByName('behind');
+      await t.runtime.ctx.store.setPassword(a?.id ?? '', await hashPassword('behind-password'));
+    }
+  });
+  after(async () => {
+    await proxied.close();
+    await direct.close();
+  });
+
+  const viaProxy = (t: TestApp, method: 'POST', url: string, headers: Record<string, string>, payload?: object) =>
+    t.app.inject({
+      method,
+      url,
+      payload,
+      headers: { host: 'backend:8080', 'x-forwarded-host': 'public.example', 'x-forwarded-proto': 'https', ...headers },
+    });
+
+  async function signIn(t: TestApp) {
+    const res = await viaProxy(
+      t,
+      'POST',
+      '/dashboard/api/login',
+      { origin: 'https://public.example' },
+      {
+        account: 'behind',
+        password: 'behind-password',
+      },
+    );
+    assert.equal(res.statusCode, 200, res.body);
+    return { cookie: String(res.headers['set-cookie']).split(';')[0] as string, csrf: res.json().csrf_token as string };
+  }
+
+  test('a change from the public origin is accepted where the proxy is trusted, and only there', async () => {
+    const s = await signIn(proxied);
+    const made = await viaProxy(
+      proxied,
+      'POST',
+      '/dashboard/api/keys',
+      { cookie: s.cookie, 'x-csrf-token': s.csrf, origin: 'https://public.example' },
+      { name: 'from the public host' },
+    );
+    assert.equal(made.statusCode, 200, made.body);
+    const elsewhere = await viaProxy(
+      proxied,
+      'POST',
+      '/dashboard/api/keys',
+      { cookie: s.cookie, 'x-csrf-token': s.csrf, origin: 'https://evil.example' },
+      { name: 'x' },
+    );
+    assert.equal(elsewhere.statusCode, 403);
+    // Where no proxy is trusted, X-Forwarded-Host is anyone's to send: the Origin must be the Host.
+    const d = await signIn(direct);
+    const forged = await viaProxy(
+      direct,
+      'POST',
+      '/dashboard/api/keys',
+      { cookie: d.cookie, 'x-csrf-token': d.csrf, origin: 'https://public.example' },
+      { name: 'x' },
+    );
+    assert.equal(forged.statusCode, 403);
+  });
+});

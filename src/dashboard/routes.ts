@@ -101,7 +101,10 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     reply.header('Set-Cookie', attrs.join('; '));
   };
 
-  /** The signed-in account; for changes, also checks the CSRF token and the Origin. */
+  /**
+   * The signed-in account; for changes, also checks the CSRF token and the Origin, which must be
+   * this host: the Host header, or the X-Forwarded-Host of a trusted proxy (REPRISE_TRUST_PROXY).
+   */
   async function signedIn(request: FastifyRequest): Promise<Account> {
     const token = cookieValue(request.headers.cookie, COOKIE);
     const session = token ? await ctx.store.getSession(sha256(token), new Date().toISOString()) : null;
@@ -109,7 +112,7 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (!session || !account) throw new ApiError('UNAUTHORIZED', 'Sign in to use the dashboard');
     if (request.method !== 'GET') {
       const origin = request.headers.origin;
-      if (request.headers['x-csrf-token'] !== session.csrfToken || (origin !== undefined && originHost(origin) !== request.headers.host)) {
+      if (request.headers['x-csrf-token'] !== session.csrfToken || (origin !== undefined && originHost(origin) !== request.host)) {
         throw new ApiError('FORBIDDEN', 'Missing or wrong CSRF token');
       }
     }
