@@ -259,10 +259,11 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       },
     })
     .then(
-      (vectors) => {
+      () => {
+        // What the index holds: vectors read on the way can have been deleted (or stored) meanwhile.
         if (cache.indexReady && embedder) {
           opts.log?.info(
-            { vectors: vectorsFromSnapshot + vectors, load_ms: Math.round(performance.now() - loadStarted) },
+            { vectors: index.size, load_ms: Math.round(performance.now() - loadStarted) },
             'the semantic index is loaded: semantic checks search it',
           );
         }

@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { partitionOf } from '../src/cache/context.ts';
+import { partitionOf, semanticKey } from '../src/cache/context.ts';
 import { dot } from '../src/cache/scorer.ts';
 import { vectorId } from '../src/cache/text-form.ts';
 import { createRuntime } from '../src/runtime.ts';
@@ -214,6 +214,66 @@ describe('data survives a restart', () => {
       assert.equal(later.answer, 'Mars.');
       const moons = await cache.check(account, { messages: [user('How many moons does Mars have?')], cacheTypes: ['semantic'] });
       assert.ok(moons.cacheHit && moons.answer === 'Two.', JSON.stringify(moons));
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  test('the log line of a loaded index counts the vectors it holds, not those read on the way', async () => {
+    const embedder = await sharedEmbedder();
+    const own = testConfig();
+    const first = await startTestApp({ config: own, embedder, keepData: true });
+    await first.key('counted');
+    const account = await first.runtime.ctx.store.getAccountByName('counted');
+    assert.ok(account);
+    // Enough entries in one partition that the load waits for its graph to be built.
+    const messages = [user('What is entry number 0?')];
+    const key = semanticKey(messages, '');
+    const stored = [];
+    for (let i = 0; i < 2100; i++) {
+      const vector = Float32Array.from({ length: embedder.dimensions }, () => Math.random() - 0.5);
+      const norm = Math.hypot(...vector);
+      stored.push(
+        first.runtime.ctx.store.putEntry({
+          accountId: account.id,
+          exactHash: `entry-${i}`,
+          contextHash: key.contextHash,
+          namespace: null,
+          prefixHash: key.prefixHash,
+          messages: [user(`What is entry number ${i}?`)],
+          queryText: `What is entry number ${i}?`,
+          prefixText: '',
+          answer: `Entry ${i}.`,
+          model: 'gpt-4o',
+          tokens: 3,
+          embedderId: vectorId(embedder),
+          vector: vector.map((x) => x / norm),
+          prefixVector: null,
+          createdAt: new Date().toISOString(),
+          expiresAt: null,
+        }),
+      );
+    }
+    const [deleted] = await Promise.all(stored);
+    assert.ok(deleted);
+    await first.close();
+    rmSync(path.join(own.dataDir, 'index'), { recursive: true, force: true });
+
+    const logged: { obj: object; msg: string }[] = [];
+    const log = { info: (obj: object, msg: string) => logged.push({ obj, msg }), warn: () => undefined };
+    const runtime = await createRuntime(own, { embedder, indexWaitMs: 0, log });
+    try {
+      // Deleted once the load has put it in the index, and before the load is done.
+      const partition = partitionOf(account.id, key.contextHash);
+      for (let turns = 0; runtime.index.stateOf(partition) !== 'promoting'; turns++) {
+        assert.ok(turns < 100_000, 'the load reached the graph build');
+        await nextTurn();
+      }
+      assert.equal(await runtime.ctx.cache.deleteEntry(account, deleted.publicId), true);
+      await runtime.indexLoaded;
+      assert.equal(runtime.index.size, 2099);
+      const line = logged.find((l) => l.msg.startsWith('the semantic index is loaded'));
+      assert.deepEqual(line && { ...line.obj, load_ms: 0 }, { vectors: 2099, load_ms: 0 });
     } finally {
       await runtime.close();
     }
