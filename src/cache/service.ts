@@ -198,7 +198,7 @@ export class CacheService {
     const embedder = this.deps.embedder;
     if (!embedder) return 0;
     const index = this.deps.index;
-    const { signal, batch = 1000, sliceMs = 2 } = opts;
+    const { signal, batch = 250, sliceMs = 2 } = opts;
     const removed = new Set<number>();
     this.loading = removed;
     let loaded = 0;

@@ -310,6 +310,8 @@ export function storeConformance(
         pending.id,
       ]);
       assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', 'use-lite@9+text', bare.id - 1, 1), [bare.id]);
+      // Found however far after the id asked from.
+      assert.deepEqual(await store.staleVectorIds('use-lite@9+text2', 'use-lite@9', 'use-lite@9+text', bare.id - 20_001, 1), [bare.id]);
     });
 
     test('sessions: created, found until they expire, deleted', async () => {
