@@ -194,6 +194,8 @@ export interface RuntimeOptions {
    * that the runtime serves while it loads (`CacheService.loadIndex`).
    */
   indexWaitMs?: number;
+  /** How often an embedder that failed is tried again in the background until it embeds (default 1 s). */
+  embedderProbeMs?: number;
 }
 
 /** The composition root: picks every adapter from the configuration and wires them. */
@@ -213,7 +215,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const limiter = await openLimiter(config, opts.log);
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
   const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
-  // Set once the runs it starts are defined, below.
+  // Set once the runs they start are defined, below.
+  let embedderDown: () => void = () => undefined;
   let embedderBack: (pending: boolean) => void = () => undefined;
   const cache = new CacheService({
     store,
@@ -223,8 +226,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     pricing: new Pricing(config.prices, config.defaultPricePerMillion),
     usage,
     entryTtlSeconds: config.entryTtlSeconds,
-    onEmbedderDown: (err) =>
-      opts.log?.warn({ err }, 'the embedder cannot embed: semantic checks are misses and stores are exact only until it can again'),
+    onEmbedderDown: (err) => {
+      opts.log?.warn({ err }, 'the embedder cannot embed: semantic checks are misses and stores are exact only until it can again');
+      embedderDown();
+    },
     onEmbedderBack: (pending) => embedderBack(pending),
   });
   const sync =
@@ -288,6 +293,24 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     opts.log?.info({ pending }, 'the embedder embeds again: semantic checks and stores use it again');
     // Before the index is loaded, the run that follows the load takes them.
     if (pending && cache.indexReady && !background.signal.aborted) reembedded = reembedded.then(reembedRun);
+  };
+  // A node whose embedder failed tries it again on its own, so that it learns it is back (its
+  // health, and the entries it stored meanwhile) without waiting for a request that embeds: one
+  // that gets exact hits only, or none, would otherwise never find out.
+  let probing = false;
+  embedderDown = () => {
+    if (probing || background.signal.aborted) return;
+    probing = true;
+    void (async () => {
+      try {
+        while (!background.signal.aborted && !cache.embedderAvailable) {
+          await delay(opts.embedderProbeMs ?? 1000, undefined, { signal: background.signal }).catch(() => undefined);
+          if (!background.signal.aborted) await cache.probeEmbedder();
+        }
+      } finally {
+        probing = false;
+      }
+    })();
   };
   if (opts.indexWaitMs === undefined) await indexLoaded;
   else if (opts.indexWaitMs > 0) {

@@ -256,6 +256,23 @@ export class CacheService {
     this.deps.onEmbedderBack?.(pending);
   }
 
+  /**
+   * Embeds one short text to learn whether an embedder that failed embeds again, with no request
+   * to do it: true when it does (and what follows its return is set off, as on any embedding).
+   */
+  async probeEmbedder(): Promise<boolean> {
+    const embedder = this.deps.embedder;
+    if (!embedder) return false;
+    try {
+      await embedder.embed(['Is the embedder back?']);
+    } catch (err) {
+      this.embedderFailed(err);
+      return false;
+    }
+    this.embedded();
+    return true;
+  }
+
   /** Whether `err` says the embedder cannot embed now (`EmbedderUnavailableError`); notes it. */
   private embedderFailed(err: unknown): boolean {
     if (!(err instanceof Error && (err as { unavailable?: boolean }).unavailable === true)) return false;
