@@ -217,6 +217,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
   // Set once the runs they start are defined, below.
   let embedderDown: () => void = () => undefined;
+  let embedPending: () => void = () => undefined;
   let embedderBack: (pending: boolean) => void = () => undefined;
   const cache = new CacheService({
     store,
@@ -237,6 +238,9 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       ? new IndexSync(store, index, embedder, config.databaseUrl, {
           pollMs: opts.syncPollMs,
           onLate: (seq) => opts.log?.info({ seq }, 'a store committed after its change number was given up on is in the index now'),
+          onPending: () => {
+            if (cache.notePending()) embedPending();
+          },
         })
       : null;
   await sync?.mark();
@@ -289,10 +293,21 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       (err: unknown) => opts.log?.warn({ err }, 'making stored vectors again stopped; it resumes at the next start'),
     );
   let reembedded: Promise<void> = indexLoaded.then(() => (background.signal.aborted ? undefined : reembedRun()));
+  // Entries stored without their vectors, by this node or another, are embedded by a run after
+  // the ones under way (one more at most: it takes all there are by then). Before the index is
+  // loaded, the run that follows the load takes them.
+  let queued = false;
+  embedPending = () => {
+    if (queued || !cache.indexReady || background.signal.aborted) return;
+    queued = true;
+    reembedded = reembedded.then(() => {
+      queued = false;
+      return background.signal.aborted ? undefined : reembedRun();
+    });
+  };
   embedderBack = (pending) => {
     opts.log?.info({ pending }, 'the embedder embeds again: semantic checks and stores use it again');
-    // Before the index is loaded, the run that follows the load takes them.
-    if (pending && cache.indexReady && !background.signal.aborted) reembedded = reembedded.then(reembedRun);
+    if (pending) embedPending();
   };
   // A node whose embedder failed tries it again on its own, so that it learns it is back (its
   // health, and the entries it stored meanwhile) without waiting for a request that embeds: one

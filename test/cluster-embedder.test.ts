@@ -78,4 +78,41 @@ describe('cluster: an embedding server that fails and comes back', { skip }, () 
     assert.ok(await eventually(async () => (await semanticOnB()).cache_type === 'semantic'), 'B serves the entry as a semantic hit');
     assert.equal((await semanticOnB()).answer, 'Kilimanjaro');
   });
+
+  test('an entry stored on A while the embedder fails is a semantic hit on B once it is back, A stopped meanwhile', async () => {
+    const a = await node();
+    const b = await node();
+    const key = await a.key('outage-stopped');
+    const messages = [user('Which river flows through Budapest?')];
+    failing = true;
+    const stored = (await a.post('/api/v1/store', { messages, answer: 'The Danube' }, key)).json();
+    assert.deepEqual(stored.cache_types_stored, ['exact']);
+    // B finds the embedder failing too, and stores nothing meanwhile.
+    const miss = (await b.post('/api/v1/check', { messages: [user('Who painted the Mona Lisa?')] }, key)).json();
+    assert.equal(miss.search_results.semantic_checked, false);
+    await a.close();
+    nodes.splice(nodes.indexOf(a), 1);
+    failing = false;
+
+    const semanticOnB = async () => (await b.post('/api/v1/check', { messages, cache_types: ['semantic'] }, key)).json();
+    assert.ok(await eventually(async () => (await semanticOnB()).cache_type === 'semantic'), 'B serves the entry as a semantic hit');
+    assert.equal((await semanticOnB()).answer, 'The Danube');
+  });
+
+  test('an entry stored on A while the embedder fails is a semantic hit on B, which never saw it fail, A stopped meanwhile', async () => {
+    const a = await node();
+    const b = await node();
+    const key = await a.key('outage-unseen');
+    const messages = [user('How many strings does a cello have?')];
+    failing = true;
+    const stored = (await a.post('/api/v1/store', { messages, answer: 'Four' }, key)).json();
+    assert.deepEqual(stored.cache_types_stored, ['exact']);
+    await a.close();
+    nodes.splice(nodes.indexOf(a), 1);
+    failing = false;
+
+    const semanticOnB = async () => (await b.post('/api/v1/check', { messages, cache_types: ['semantic'] }, key)).json();
+    assert.ok(await eventually(async () => (await semanticOnB()).cache_type === 'semantic'), 'B serves the entry as a semantic hit');
+    assert.equal((await semanticOnB()).answer, 'Four');
+  });
 });

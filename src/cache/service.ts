@@ -273,6 +273,17 @@ export class CacheService {
     return true;
   }
 
+  /**
+   * Notes an entry that another node stored without its vector (its embedder failing): true when
+   * this node's embedder embeds, so that a `reembed` now takes it; else it is taken by the one that
+   * follows once the embedder embeds again (`onEmbedderBack` with `pending`).
+   */
+  notePending(): boolean {
+    if (!this.embedderDown) return true;
+    this.storedPending = true;
+    return false;
+  }
+
   /** Whether `err` says the embedder cannot embed now (`EmbedderUnavailableError`); notes it. */
   private embedderFailed(err: unknown): boolean {
     if (!(err instanceof Error && (err as { unavailable?: boolean }).unavailable === true)) return false;
@@ -324,7 +335,15 @@ export class CacheService {
             ofEmbedder(e.embedderId, embedder) &&
             (e.expiresAt === null || e.expiresAt > nowIso),
         );
-        const made = await Promise.all(entries.map((e) => embedTurns(embedder, e, e.accountId)));
+        let made: Float32Array[][];
+        try {
+          made = await Promise.all(entries.map((e) => embedTurns(embedder, e, e.accountId)));
+        } catch (err) {
+          // The embedder cannot embed now: the rest is taken once it can again (`onEmbedderBack`).
+          if (!this.embedderFailed(err)) throw err;
+          this.storedPending = true;
+          return written;
+        }
         // Each update with the partition its entry goes in once written.
         const updates: (VectorUpdate & { partition: string })[] = [];
         entries.forEach((e, k) => {

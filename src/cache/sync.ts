@@ -1,12 +1,11 @@
 import { setImmediate } from 'node:timers/promises';
 import pg from 'pg';
 import type { Embedder } from '../embedding/interface.ts';
-import type { VectorRow } from '../store/interface.ts';
-import { CHANGES_CHANNEL, type EntryChange, type PostgresStore } from '../store/postgres.ts';
+import { CHANGES_CHANNEL, type ChangeRow, type PostgresStore } from '../store/postgres.ts';
 import { openListener } from '../store/pg-listen.ts';
 import type { VectorIndex } from '../vector/interface.ts';
 import { partitionOf } from './context.ts';
-import { ofEmbedder } from './text-form.ts';
+import { ofEmbedder, pendingId } from './text-form.ts';
 
 export interface SyncOptions {
   /** Poll for changes this often even without a notification (and after reconnecting). */
@@ -16,6 +15,8 @@ export interface SyncOptions {
   onError?: (err: unknown) => void;
   /** Called when a change is applied that committed after its number was given up on. */
   onLate?: (seq: number) => void;
+  /** Called when another node stored an entry that its embedder could not embed (to embed once it can). */
+  onPending?: () => void;
 }
 
 /**
@@ -157,7 +158,7 @@ export class IndexSync {
    * up on many (after its start or a lost connection) puts each vector in a graph in about a
    * millisecond, and a batch of a thousand would hold the event loop for a second.
    */
-  private async apply(changes: readonly (EntryChange & { vector: VectorRow | null })[]): Promise<void> {
+  private async apply(changes: readonly ChangeRow[]): Promise<void> {
     const now = Date.now();
     const nowIso = new Date(now).toISOString();
     let deadline = performance.now() + SLICE_MS;
@@ -172,7 +173,7 @@ export class IndexSync {
       if (c.op === 'delete') this.index.remove(partition, c.entryId);
       else if (c.vector && ofEmbedder(c.vector.embedderId, this.embedder) && (c.vector.expiresAt === null || c.vector.expiresAt > nowIso)) {
         this.index.add(partition, c.entryId, c.vector.vector);
-      }
+      } else if (c.embedderId === pendingId(this.embedder)) this.opts.onPending?.();
       if (late) {
         // Committed after this node had moved past its number: applied now all the same.
         this.opts.onLate?.(c.seq);

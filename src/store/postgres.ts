@@ -160,6 +160,12 @@ export interface EntryChange {
   contextHash: string;
 }
 
+/**
+ * A change as nodes read it: with the entry's embedder id (of a put whose entry is still there;
+ * one stored while its embedder failed has no vector yet) and its current vector, if any.
+ */
+export type ChangeRow = EntryChange & { embedderId: string | null; vector: VectorRow | null };
+
 interface Row {
   [k: string]: unknown;
 }
@@ -737,17 +743,17 @@ export class PostgresStore implements Store {
   }
 
   /** Changes after `seq`, oldest first, with the vectors of entries still present. */
-  async changesSince(seq: number, limit = 1000): Promise<(EntryChange & { vector: VectorRow | null })[]> {
+  async changesSince(seq: number, limit = 1000): Promise<ChangeRow[]> {
     return this.changesWhere('c.seq > $1 ORDER BY c.seq LIMIT $2', [seq, limit]);
   }
 
   /** The changes of these sequence numbers that are committed. */
-  async changesAt(seqs: readonly number[]): Promise<(EntryChange & { vector: VectorRow | null })[]> {
+  async changesAt(seqs: readonly number[]): Promise<ChangeRow[]> {
     return this.changesWhere('c.seq = ANY($1::bigint[]) ORDER BY c.seq', [seqs]);
   }
 
   /** Changes, each with the current vector of its entry when it is a put. */
-  private async changesWhere(where: string, args: unknown[]): Promise<(EntryChange & { vector: VectorRow | null })[]> {
+  private async changesWhere(where: string, args: unknown[]): Promise<ChangeRow[]> {
     const rows = await this.q(
       `SELECT c.seq, c.entry_id, c.op, c.account_id, c.context_hash, e.embedder_id, e.vector, e.expires_at
          FROM entry_changes c LEFT JOIN entries e ON e.id = c.entry_id AND c.op = 'put'
@@ -760,6 +766,7 @@ export class PostgresStore implements Store {
       op: r.op === 'delete' ? 'delete' : 'put',
       accountId: String(r.account_id),
       contextHash: String(r.context_hash),
+      embedderId: strOrNull(r.embedder_id),
       vector: r.vector
         ? {
             id: num(r.entry_id),
