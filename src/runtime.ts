@@ -265,6 +265,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       onError: (err) => opts.log?.warn({ err }, 'loading the semantic index: the store does not answer; trying again'),
       beforeReady: async () => {
         await sync?.start();
+        await sync?.caughtUp();
       },
     })
     .then(

@@ -123,6 +123,18 @@ export class IndexSync {
     this.client = client;
   }
 
+  /**
+   * Resolves once the changes committed before the call are applied (as far as a catch-up gets:
+   * one that fails, or a number still missing, is left to the next): the one under way, if any,
+   * then one started after the call.
+   */
+  async caughtUp(): Promise<void> {
+    this.poke();
+    await this.running;
+    this.poke();
+    await this.running;
+  }
+
   /** Applies pending changes now (coalescing concurrent requests). */
   poke(): void {
     if (this.stopped) return;
