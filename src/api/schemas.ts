@@ -138,8 +138,10 @@ const ERROR_RESPONSES = {
   400: 'INVALID_INPUT (INVALID_MESSAGES for the messages of a check): the request is invalid; details name the field.',
   401: 'INVALID_API_KEY: the Authorization header is missing or malformed, or its key is invalid, revoked or expired.',
   404: 'NOT_FOUND: the account has no such entry.',
+  408: 'REQUEST_TIMEOUT: the request (headers and body) did not arrive in time (REPRISE_REQUEST_TIMEOUT_MS).',
   413: 'PAYLOAD_TOO_LARGE: the body is larger than the server accepts.',
   415: 'UNSUPPORTED_MEDIA_TYPE: the body is not application/json, or is compressed (Content-Encoding).',
+  431: 'HEADERS_TOO_LARGE: the request headers are larger than the server accepts.',
   429: 'RATE_LIMIT_EXCEEDED: too many requests (or failed keys) from this account or address; retry after Retry-After seconds.',
   500: 'INTERNAL_ERROR: an unexpected failure; the request id names it in the server log.',
   503: 'SERVICE_UNAVAILABLE: a dependency is unavailable or the server is closing; retry shortly.',
@@ -147,14 +149,18 @@ const ERROR_RESPONSES = {
 
 export type ErrorStatus = keyof typeof ERROR_RESPONSES;
 
+/** Errors any operation can answer: a request that arrives too slowly, or with too many headers. */
+const EVERY_OPERATION: readonly ErrorStatus[] = [408, 431];
+
 /**
  * The responses of an operation for the document: `ok` as 200 and the spec's error body for each
- * of `errors`, all with the request-id and rate-limit headers (and Retry-After on 429). (A
+ * of `errors` (and 408 and 431, which any request can get), all with the request-id and rate-limit headers (and Retry-After on 429). (A
  * request refused before its limit is taken, a 500 or 503, may lack the rate-limit headers.)
  */
 export function responses(ok: object, errors: readonly ErrorStatus[]): Record<string, object> {
   const out: Record<string, object> = { 200: { 'x-response-description': 'Success', ...ok, headers: responseHeaders } };
-  for (const status of errors) {
+  // Any request can be too slow to arrive or carry too many headers, whatever its operation.
+  for (const status of [...errors, ...EVERY_OPERATION.filter((s) => !errors.includes(s))]) {
     const headers =
       status === 429
         ? { ...responseHeaders, 'Retry-After': { type: 'integer', description: 'Seconds to wait, as error.retry_after.' } }

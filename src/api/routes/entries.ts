@@ -24,7 +24,7 @@ export interface EntryListQuery {
 export const entryListQuerySchema = {
   type: 'object',
   properties: {
-    page: { type: 'string', description: 'Page number, from 1 (default 1).' },
+    page: { type: 'string', description: 'Page number, from 1 to 1,000,000 (default 1).' },
     per_page: { type: 'string', description: 'Entries per page, 1 to 100 (default 20).' },
     q: { type: 'string', maxLength: 200, pattern: STORABLE_TEXT, description: 'Text searched in the question, answer and model.' },
     namespace: { type: 'string', maxLength: 128, pattern: STORABLE_TEXT, description: 'Only entries stored in this namespace.' },
