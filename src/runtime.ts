@@ -348,7 +348,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       let error: unknown;
       try {
         await store.getAccount('readiness-probe');
-        checks.store = 'ok';
+        // Informational: checks are answered while writes fail (stores are 503 meanwhile).
+        checks.store = store.writesFailing ? 'read-only' : 'ok';
       } catch (err) {
         checks.store = 'unavailable';
         error = err;
@@ -359,7 +360,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       if (embedder) checks.index = cache.indexReady ? 'ok' : 'loading';
       // Informational: limits fail open to per-node buckets while Redis is away.
       if (limiter.degraded !== undefined) checks.limiter = limiter.degraded ? 'degraded' : 'ok';
-      return { ok: checks.store === 'ok', checks, error };
+      return { ok: checks.store !== 'unavailable', checks, error };
     },
   };
   return {

@@ -192,9 +192,14 @@ describe('faults: the embedded database cannot be written for a while', () => {
       const hit = await node.post('/api/v1/check', { messages: kept }, key);
       assert.equal(hit.statusCode, 200);
       assert.equal(hit.json().answer, 'kept');
+      // Ready still (reads are answered), and saying that writes fail.
+      const health = await node.get('/healthz');
+      assert.equal(health.statusCode, 200);
+      assert.equal(health.json().checks.store, 'read-only');
       other.exec('ROLLBACK');
       const retried = await node.post('/api/v1/store', { messages: [user('stored during the lock')], answer: 'later' }, key);
       assert.equal(retried.json().stored, true);
+      assert.equal((await node.get('/healthz')).json().checks.store, 'ok');
       assert.equal((await node.post('/api/v1/check', { messages: [user('stored during the lock')] }, key)).json().answer, 'later');
     } finally {
       other.close();

@@ -207,6 +207,11 @@ export interface Store {
   /** Every vector, in id order, for rebuilding an index. */
   scanVectors(afterId: number, limit: number): Promise<VectorRow[]>;
   /**
+   * Whether the last write failed for want of the database (a full disk, read-only files, the
+   * lock held by another process) while reads are answered; embedded store only.
+   */
+  readonly writesFailing?: boolean;
+  /**
    * Ids, in order and after `afterId`, of entries whose vector id is `embedderId` or starts with
    * `prefix` (the embedder's, of any text form) but is not `current`: vectors to make again; and
    * of entries without a vector whose id is `prefix` + `pending` (`pendingId`): stored while the

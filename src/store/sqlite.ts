@@ -393,13 +393,21 @@ export class SqliteStore implements Store {
    * loop. A busy attempt wrote nothing. Gives up with SQLite's SQLITE_BUSY (answered 503) once
    * `deadline()` (ms since the epoch; LOCK_WAIT_MS from now unless given) has passed.
    */
+  /** Whether the last write failed for want of the database (disk full, read-only, lock held): reads go on. */
+  writesFailing = false;
+
   private async write<T>(attempt: () => T, deadline: () => number = fixedDeadline(Date.now() + this.lockWaitMs)): Promise<T> {
     for (let tries = 0; ; tries++) {
       try {
-        return attempt();
+        const done = attempt();
+        this.writesFailing = false;
+        return done;
       } catch (err) {
         const left = deadline() - Date.now();
-        if (!isLockBusy(err) || left <= 0) throw err;
+        if (!isLockBusy(err) || left <= 0) {
+          if (isSqliteUnavailable(err)) this.writesFailing = true;
+          throw err;
+        }
         await sleep(Math.min(retryPause(tries), left));
       }
     }
@@ -583,10 +591,13 @@ export class SqliteStore implements Store {
   private async flushPuts(): Promise<void> {
     let batch: PendingPut[] = [];
     let busy: unknown = null;
+    // Whether stores were refused for the lock, and none committed since.
+    let refused = false;
     const attempt = (): void => {
       if (busy !== null) {
         const now = Date.now();
         for (const p of batch) if (p.deadline <= now) p.reject(busy);
+        refused ||= batch.some((p) => p.deadline <= now);
         batch = batch.filter((p) => p.deadline > now);
       }
       batch = batch.concat(this.pending);
@@ -599,6 +610,7 @@ export class SqliteStore implements Store {
         busy = err;
         throw err;
       }
+      refused = false;
       const done = batch;
       batch = [];
       done.forEach((p, i) => p.resolve(results[i] as Entry));
@@ -606,6 +618,7 @@ export class SqliteStore implements Store {
     const deadline = () => Math.max(...batch.map((p) => p.deadline), ...this.pending.map((p) => p.deadline));
     try {
       await this.write(attempt, deadline);
+      if (refused) this.writesFailing = true;
     } catch (err) {
       for (const p of batch) p.reject(err);
     }
