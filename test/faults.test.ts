@@ -4,8 +4,9 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
+import type { Account } from '../src/store/interface.ts';
 import { sqlitePath } from '../src/runtime.ts';
-import { startTestApp, tempDir, testConfig, user, type TestApp } from './helpers.ts';
+import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, testConfig, user, type TestApp } from './helpers.ts';
 import { freePort, PrivatePostgres, PrivateRedis } from './private-servers.ts';
 import { eventually } from './services.ts';
 
@@ -173,6 +174,51 @@ describe('faults: PostgreSQL restarts and Redis goes away during traffic', { ski
       assert.equal((await node.post('/api/v1/check', { messages: [user('before the freeze')] }, key)).json().cache_hit, true);
     },
   );
+});
+
+describe('faults: PostgreSQL stops answering during a semantic check', { skip }, () => {
+  let pgServer: PrivatePostgres;
+  let node: TestApp;
+  let key: string;
+  let account: Account | null;
+  before(async () => {
+    pgServer = new PrivatePostgres(await freePort());
+    await pgServer.init();
+    await pgServer.start();
+    node = await startTestApp({
+      config: loadConfig({ REPRISE_DATA_DIR: tempDir(), DATABASE_URL: pgServer.url, REPRISE_PG_QUERY_TIMEOUT_MS: '1000' }),
+      embedder: await sharedEmbedder(),
+    });
+    key = await node.key('semantic-outage', 'pro');
+    account = await node.runtime.ctx.store.getAccountByName('semantic-outage');
+  });
+  after(async () => {
+    await node?.close().catch(() => undefined);
+    await pgServer?.destroy();
+    await closeSharedEmbedder();
+  });
+
+  test('the store down while candidates are read is its error (503), not taken for the embedder', { timeout: 60_000 }, async () => {
+    const messages = [user('Which planet is known as the Red Planet?')];
+    assert.equal((await node.post('/api/v1/store', { messages, answer: 'Mars.' }, key)).statusCode, 200);
+    pgServer.freeze();
+    const thaw = setTimeout(() => pgServer.thaw(), 20_000);
+    try {
+      // The check itself, past the key (which a request would read from the database first): its
+      // first read of the database is the candidate's, after the embedding.
+      assert.ok(account);
+      await assert.rejects(Promise.resolve(node.runtime.ctx.cache.check(account, { messages, cacheTypes: ['semantic'] })), (err: Error) => {
+        assert.equal(err.name, 'StoreUnavailableError');
+        return true;
+      });
+      const health = await node.get('/healthz');
+      assert.equal(health.statusCode, 503);
+      assert.equal(health.json().error.message, 'Reprise is not ready (store: unavailable)');
+    } finally {
+      clearTimeout(thaw);
+      pgServer.thaw();
+    }
+  });
 });
 
 describe('faults: the embedded database cannot be written for a while', () => {

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate, setTimeout as delay } from 'node:timers/promises';
-import type { Embedder } from '../embedding/interface.ts';
+import { EmbedderUnavailableError, type Embedder } from '../embedding/interface.ts';
 import type { Account, Entry, EntryHead, HitDelta, Store, UsageBucket, UsageDelta, VectorRow, VectorUpdate } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
@@ -284,9 +284,13 @@ export class CacheService {
     return false;
   }
 
-  /** Whether `err` says the embedder cannot embed now (`EmbedderUnavailableError`); notes it. */
+  /**
+   * Whether `err` says the embedder cannot embed now (`EmbedderUnavailableError`); notes it. A store
+   * that is unavailable too (its error is also marked `unavailable`) is no embedder failure: it is
+   * answered 503 as anywhere else.
+   */
   private embedderFailed(err: unknown): boolean {
-    if (!(err instanceof Error && (err as { unavailable?: boolean }).unavailable === true)) return false;
+    if (!(err instanceof EmbedderUnavailableError)) return false;
     if (!this.embedderDown) {
       this.embedderDown = true;
       this.deps.onEmbedderDown?.(err);
