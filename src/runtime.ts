@@ -19,6 +19,7 @@ import { DataDirInUseError, lockDataDir, type DataDirLock } from './store/data-d
 import { PostgresStore } from './store/postgres.ts';
 import { RedisRateLimiter } from './limits/redis.ts';
 import { IndexSync } from './cache/sync.ts';
+import { waitAtMost } from './util/time.ts';
 import { Redis } from 'ioredis';
 import { HybridIndex, loadSnapshot, saveSnapshot } from './vector/hnsw.ts';
 
@@ -105,12 +106,7 @@ export async function openLimiter(config: Config, log?: RuntimeLog): Promise<Rat
   });
   // Errors are answered by the limiter's fallback; the client reconnects by itself.
   redis.on('error', () => undefined);
-  const waiting = new AbortController();
-  await Promise.race([
-    once(redis, 'ready', { signal: waiting.signal }),
-    delay(connectTimeout, undefined, { signal: waiting.signal }),
-  ]).catch(() => undefined);
-  waiting.abort();
+  await waitAtMost(connectTimeout, (signal) => once(redis, 'ready', { signal }));
   const onFallback = (err: unknown) =>
     log?.warn({ err }, 'Redis (REDIS_URL) does not answer: each node now applies the rate limits on its own traffic until it is back');
   const onRecover = () => log?.info({}, 'Redis (REDIS_URL) answers again: rate limits are shared by all nodes again');
@@ -329,11 +325,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     })();
   };
   if (opts.indexWaitMs === undefined) await indexLoaded;
-  else if (opts.indexWaitMs > 0) {
-    const waiting = new AbortController();
-    await Promise.race([indexLoaded, delay(opts.indexWaitMs, undefined, { signal: waiting.signal }).catch(() => undefined)]);
-    waiting.abort();
-  }
+  else if (opts.indexWaitMs > 0) await waitAtMost(opts.indexWaitMs, () => indexLoaded);
   const sweeper = setInterval(() => void cache.sweepExpired().catch(() => undefined), 60_000);
   sweeper.unref();
 

@@ -11,7 +11,7 @@ import { embedText, embedTurns, formPrefix, ofEmbedder, pendingId, vectorId } fr
 import { putAsQuestion } from './features.ts';
 import { emptyDelta, addDelta, type UsageRecorder } from './usage.ts';
 import { isoAt } from '../util/time.ts';
-import { Turns } from '../util/turns.ts';
+import { Slice, Turns } from '../util/turns.ts';
 
 export type CacheType = 'exact' | 'semantic';
 
@@ -202,11 +202,10 @@ export class CacheService {
     const removed = new Set<number>();
     this.loading = removed;
     let loaded = 0;
-    let deadline = 0;
-    // Work a slice, then let requests through: true once stopped.
+    const slice = new Slice(sliceMs);
+    // Lets requests through: true once stopped.
     const pause = async (): Promise<boolean> => {
-      await setImmediate();
-      deadline = performance.now() + sliceMs;
+      await slice.pause();
       return signal?.aborted === true;
     };
     if (await pause()) return loaded;
@@ -233,7 +232,7 @@ export class CacheService {
         if (removed.has(r.id)) continue;
         index.add(partition, r.id, r.vector);
         loaded++;
-        if (performance.now() >= deadline && (await pause())) return loaded;
+        if (slice.used && (await pause())) return loaded;
       }
     }
     await opts.beforeReady?.();

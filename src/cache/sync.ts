@@ -1,9 +1,9 @@
-import { setImmediate } from 'node:timers/promises';
 import pg from 'pg';
 import type { Embedder } from '../embedding/interface.ts';
 import { CHANGES_CHANNEL, type ChangeRow, type PostgresStore } from '../store/postgres.ts';
 import { openListener } from '../store/pg-listen.ts';
 import type { VectorIndex } from '../vector/interface.ts';
+import { Slice } from '../util/turns.ts';
 import { partitionOf } from './context.ts';
 import { ofEmbedder, pendingId } from './text-form.ts';
 
@@ -173,12 +173,9 @@ export class IndexSync {
   private async apply(changes: readonly ChangeRow[]): Promise<void> {
     const now = Date.now();
     const nowIso = new Date(now).toISOString();
-    let deadline = performance.now() + SLICE_MS;
+    const slice = new Slice(SLICE_MS);
     for (const c of changes) {
-      if (performance.now() >= deadline) {
-        await setImmediate();
-        deadline = performance.now() + SLICE_MS;
-      }
+      if (slice.used) await slice.pause();
       const late = this.late.delete(c.seq);
       if (!late && (c.seq <= this.lastSeq || this.appliedAbove.has(c.seq))) continue;
       const partition = partitionOf(c.accountId, c.contextHash);

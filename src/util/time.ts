@@ -1,3 +1,5 @@
+import { setTimeout as delay } from 'node:timers/promises';
+
 let lastMs = Number.NaN;
 let lastIso = '';
 
@@ -11,4 +13,14 @@ export function isoAt(ms: number): string {
     lastMs = ms;
   }
   return lastIso;
+}
+
+/**
+ * Waits for `work` or for `ms`, whichever ends first, and never rejects. `work` is given a signal
+ * that aborts when the wait is over, to drop what it waits on (a listener).
+ */
+export async function waitAtMost(ms: number, work: (signal: AbortSignal) => Promise<unknown>): Promise<void> {
+  const over = new AbortController();
+  await Promise.race([work(over.signal), delay(ms, undefined, { signal: over.signal })]).catch(() => undefined);
+  over.abort();
 }

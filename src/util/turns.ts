@@ -1,3 +1,5 @@
+import { setImmediate as nextPass } from 'node:timers/promises';
+
 /**
  * Hands out turns, one per pass of the event loop. Work that resumes in bursts (a batch of
  * embeddings from a worker resolves many requests at once) waits for a turn, so the requests
@@ -26,4 +28,28 @@ export class Turns {
     this.waiting.shift()?.();
     if (this.waiting.length > 0) this.schedule();
   };
+}
+
+/**
+ * A time budget for work done between requests (loading an index, applying a log of changes):
+ * the work goes on while `used` is false, then `pause`s, which lets the event loop run (the I/O
+ * ready by then) and starts a new slice.
+ */
+export class Slice {
+  private deadline: number;
+
+  constructor(private readonly ms: number) {
+    this.deadline = performance.now() + ms;
+  }
+
+  /** Whether this slice's time is up. */
+  get used(): boolean {
+    return performance.now() >= this.deadline;
+  }
+
+  /** Resolves on a later pass of the event loop, with a new slice begun. */
+  async pause(): Promise<void> {
+    await nextPass();
+    this.deadline = performance.now() + this.ms;
+  }
 }
