@@ -386,6 +386,9 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** Whether the last write failed for want of the database (disk full, read-only, lock held): reads go on. */
+  writesFailing = false;
+
   /**
    * Runs `attempt`, one whole write (a transaction or a single statement, with whatever must
    * happen at once after its commit, such as emptying a read cache), and, while another process
@@ -393,9 +396,6 @@ export class SqliteStore implements Store {
    * loop. A busy attempt wrote nothing. Gives up with SQLite's SQLITE_BUSY (answered 503) once
    * `deadline()` (ms since the epoch; LOCK_WAIT_MS from now unless given) has passed.
    */
-  /** Whether the last write failed for want of the database (disk full, read-only, lock held): reads go on. */
-  writesFailing = false;
-
   private async write<T>(attempt: () => T, deadline: () => number = fixedDeadline(Date.now() + this.lockWaitMs)): Promise<T> {
     for (let tries = 0; ; tries++) {
       try {

@@ -65,7 +65,8 @@ interface Build {
  * changed during the build are set right in the graph in the last slices; then, in the same turn,
  * the graph serves the partition and the exact copy is dropped. `promoted()` settles when no build
  * is left; `clear()` and `close()` end builds in progress (the partitions stay exact).
- * `addMany` (start-up) and snapshot loads build their graphs at once.
+ * `addMany` (a bulk load: the benchmark's) and snapshot loads build their graphs at once; the
+ * load at start adds a vector at a time (`CacheService.loadIndex`), between requests.
  */
 export class HybridIndex implements VectorIndex {
   private small: BruteForceIndex;
@@ -255,7 +256,7 @@ export class HybridIndex implements VectorIndex {
     this.settle();
   }
 
-  /** Builds all that is left of a partition's graph now (`addMany`: start-up). */
+  /** Builds all that is left of a partition's graph now (`addMany`: a bulk load). */
   private finishBuild(partition: string): void {
     this.build(partition, Infinity, Infinity);
   }

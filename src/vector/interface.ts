@@ -10,7 +10,7 @@ export interface Neighbour {
  */
 export interface VectorIndex {
   add(partition: string, id: number, vector: Float32Array): void;
-  /** Adds many vectors at once (at start-up). */
+  /** Adds many vectors at once (a bulk load; the load at start adds one at a time, between requests). */
   addMany(items: readonly { partition: string; id: number; vector: Float32Array }[]): void;
   remove(partition: string, id: number): void;
   /** Up to `k` nearest vectors of the partition, best first. */
