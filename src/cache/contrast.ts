@@ -1064,6 +1064,8 @@ const WORDS_RE = new RegExp(
   `(?<![\\p{L}-])(?:a\\s+(?=(?:hundred|thousand|million|billion)\\b))?${NUMBER_WORD}(?:(?:[\\s-]+(?:and[\\s-]+)?)${NUMBER_WORD})*(?!\\p{L}|-(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)\\b)`,
   'giu',
 );
+/** Whether a text may have a number in words: a cheap look before `WORDS_RE`. */
+const ANY_NUMBER_WORD = new RegExp(NUMBER_WORD, 'i');
 const DIGITS_RE =
   /(?<![\p{L}\p{N}.,:/])(?:(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?m\b\.?|(\d{1,2}):(\d{2})(?![\d:])|(\d+(?:\/\d+)+)(?!\d)|(\d+(?:,\d+)*)(?:\.(\d+))?(?:[\s-]*(thousand|million|mn|billion|bn)s?\b|-?(k|m|b)(?!\p{L}))?)/giu;
 
@@ -1084,6 +1086,7 @@ const ROMAN_RE =
  * alone, a pronoun as often, and runs of several numbers ("two or three") are left as typed.
  */
 export function numberWordsAsDigits(text: string): string {
+  if (!ANY_NUMBER_WORD.test(text)) return text;
   return text.replace(WORDS_RE, (run) => {
     const values = wordNumbers(run);
     return values.length === 1 ? String(values[0]) : run;

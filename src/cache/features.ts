@@ -279,7 +279,7 @@ const APOSTROPHES = /[’‘ʼ]/g;
  * however long ("Hello there!"). A text without words is itself ("???" / "!!!").
  */
 function canonicalOf(text: string, words: readonly string[]): string {
-  const digits = NUMBER_WORDS.test(text) ? numberWordsAsDigits(text) : text;
+  const digits = numberWordsAsDigits(text);
   const typed =
     digits !== text || text.search(APOSTROPHES) >= 0 ? (digits.toLowerCase().replace(APOSTROPHES, "'").match(WORD) ?? []) : words;
   if (typed.length === 0) return text.trim();
@@ -290,10 +290,6 @@ function canonicalOf(text: string, words: readonly string[]): string {
   const read = typed.map((w, i) => (i === 0 && GREETINGS.has(w) ? 'hello' : asWritten ? w : (CONTRACTIONS.get(w) ?? w))).join(' ');
   return ACCENTED.test(read) && !ABOUT_WRITING.test(text) ? unaccented(read) : read;
 }
-
-/** Whether a text may have a number written in words (`numberWordsAsDigits`). */
-const NUMBER_WORDS =
-  /\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion|zero|one)/i;
 
 /** A letter of the Latin script with an accent, as typed or as a letter and a combining mark. */
 const ACCENTED = /[\u00c0-\u024f\u1e00-\u1eff]|\p{M}/u;
