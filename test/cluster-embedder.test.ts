@@ -61,22 +61,32 @@ describe('cluster: an embedding server that fails and comes back', { skip }, () 
     await new Promise<void>((r) => server.close(() => r()));
   });
 
+  /** Stores on `a` while the embedder fails: kept for exact hits only. */
+  async function storeDuringOutage(a: TestApp, key: string, messages: ReturnType<typeof user>[], answer: string) {
+    failing = true;
+    const stored = (await a.post('/api/v1/store', { messages, answer }, key)).json();
+    assert.deepEqual(stored.cache_types_stored, ['exact']);
+  }
+
+  /** `b` comes to serve the entry stored for `messages` as a semantic hit, with its answer. */
+  async function servedSemantically(b: TestApp, key: string, messages: ReturnType<typeof user>[], answer: string) {
+    const semanticOnB = async () => (await b.post('/api/v1/check', { messages, cache_types: ['semantic'] }, key)).json();
+    assert.ok(await eventually(async () => (await semanticOnB()).cache_type === 'semantic'), 'B serves the entry as a semantic hit');
+    assert.equal((await semanticOnB()).answer, answer);
+  }
+
   test('an entry stored on A while the embedder fails is a semantic hit on B once it is back, with no more requests to A', async () => {
     const a = await node();
     const b = await node();
     const key = await a.key('outage-a');
     const messages = [user('What is the tallest mountain in Africa?')];
-    failing = true;
-    const stored = (await a.post('/api/v1/store', { messages, answer: 'Kilimanjaro' }, key)).json();
-    assert.deepEqual(stored.cache_types_stored, ['exact']);
+    await storeDuringOutage(a, key, messages, 'Kilimanjaro');
     assert.equal((await a.get('/healthz')).json().checks.embedder, 'unavailable');
     failing = false;
 
     // A hears nothing more from clients: it finds out by itself that the embedder is back.
     assert.ok(await eventually(async () => (await a.get('/healthz')).json().checks.embedder === 'ok'), 'A says its embedder is ok again');
-    const semanticOnB = async () => (await b.post('/api/v1/check', { messages, cache_types: ['semantic'] }, key)).json();
-    assert.ok(await eventually(async () => (await semanticOnB()).cache_type === 'semantic'), 'B serves the entry as a semantic hit');
-    assert.equal((await semanticOnB()).answer, 'Kilimanjaro');
+    await servedSemantically(b, key, messages, 'Kilimanjaro');
   });
 
   test('an entry stored on A while the embedder fails is a semantic hit on B once it is back, A stopped meanwhile', async () => {
@@ -84,9 +94,7 @@ describe('cluster: an embedding server that fails and comes back', { skip }, () 
     const b = await node();
     const key = await a.key('outage-stopped');
     const messages = [user('Which river flows through Budapest?')];
-    failing = true;
-    const stored = (await a.post('/api/v1/store', { messages, answer: 'The Danube' }, key)).json();
-    assert.deepEqual(stored.cache_types_stored, ['exact']);
+    await storeDuringOutage(a, key, messages, 'The Danube');
     // B finds the embedder failing too, and stores nothing meanwhile.
     const miss = (await b.post('/api/v1/check', { messages: [user('Who painted the Mona Lisa?')] }, key)).json();
     assert.equal(miss.search_results.semantic_checked, false);
@@ -94,9 +102,7 @@ describe('cluster: an embedding server that fails and comes back', { skip }, () 
     nodes.splice(nodes.indexOf(a), 1);
     failing = false;
 
-    const semanticOnB = async () => (await b.post('/api/v1/check', { messages, cache_types: ['semantic'] }, key)).json();
-    assert.ok(await eventually(async () => (await semanticOnB()).cache_type === 'semantic'), 'B serves the entry as a semantic hit');
-    assert.equal((await semanticOnB()).answer, 'The Danube');
+    await servedSemantically(b, key, messages, 'The Danube');
   });
 
   test('an entry stored on A while the embedder fails is a semantic hit on B, which never saw it fail, A stopped meanwhile', async () => {
@@ -104,15 +110,11 @@ describe('cluster: an embedding server that fails and comes back', { skip }, () 
     const b = await node();
     const key = await a.key('outage-unseen');
     const messages = [user('How many strings does a cello have?')];
-    failing = true;
-    const stored = (await a.post('/api/v1/store', { messages, answer: 'Four' }, key)).json();
-    assert.deepEqual(stored.cache_types_stored, ['exact']);
+    await storeDuringOutage(a, key, messages, 'Four');
     await a.close();
     nodes.splice(nodes.indexOf(a), 1);
     failing = false;
 
-    const semanticOnB = async () => (await b.post('/api/v1/check', { messages, cache_types: ['semantic'] }, key)).json();
-    assert.ok(await eventually(async () => (await semanticOnB()).cache_type === 'semantic'), 'B serves the entry as a semantic hit');
-    assert.equal((await semanticOnB()).answer, 'Four');
+    await servedSemantically(b, key, messages, 'Four');
   });
 });
