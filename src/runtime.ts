@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AppContext } from './api/context.ts';
@@ -240,14 +240,22 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         })
       : null;
   await sync?.mark();
-  // On the embedded store the index is saved at shutdown and loaded at start; only entries
-  // stored after the snapshot are read from the database. A snapshot is used once: loading
-  // removes it, so after a crash the index is rebuilt from the database, never from a snapshot
-  // older than the deletes made since.
+  // On the embedded store the index is saved at shutdown and loaded at start; then what changed
+  // in the database after the snapshot was saved is read: the vectors removed since (deleted,
+  // expired), and the entries whose vectors were written since. The snapshot stays on disk until
+  // the next shutdown replaces it, so a start after a crash loads it too, and reads more changes.
   // The database holds the token of the snapshot saved with it, so a snapshot beside another
   // database (one restored from a backup) is not loaded.
   const snapshot = store instanceof SqliteStore && embedder ? { store, dir: path.join(config.dataDir, 'index'), tag: embedder.id } : null;
-  const watermark = snapshot ? loadSnapshot(index, snapshot.dir, snapshot.tag, snapshot.store.snapshotToken()) : null;
+  const watermark = snapshot ? loadSnapshot(index, snapshot.dir, snapshot.tag, snapshot.store.snapshotToken(), true) : null;
+  if (snapshot && watermark === null) {
+    // None was loaded: one left on disk (another embedder's) would not know of the removals
+    // forgotten here, were it loaded at a later start.
+    rmSync(snapshot.dir, { recursive: true, force: true });
+    await snapshot.store
+      .forgetRemovedVectors(snapshot.store.vectorSeq())
+      .catch((err: unknown) => opts.log?.warn({ err }, 'the list of removed vectors could not be emptied; it is at the next start'));
+  }
   const vectorsFromSnapshot = index.size;
   // The rest of the index is loaded while requests are answered (exact hits and stores; semantic
   // checks are misses until it is whole), so a node rebuilding a large index after a crash, or
@@ -385,8 +393,9 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         // Written to the database once the snapshot is whole on disk: a crash between the two
         // leaves them unmatched, and the index is rebuilt from the database.
         const token = randomUUID();
-        saveSnapshot(index, snapshot.dir, snapshot.tag, token);
-        await snapshot.store.setSnapshotToken(token);
+        const seq = snapshot.store.vectorSeq();
+        saveSnapshot(index, snapshot.dir, snapshot.tag, token, seq);
+        await snapshot.store.setSnapshotToken(token, seq);
       }
       if (opts.embedder === undefined && embedder) await embedder.close();
       await store.close();

@@ -110,7 +110,7 @@ describe('the real server, as a user runs it', () => {
     assert.equal(usage.json.exact_hits, 25);
   });
 
-  test('the vector index saved at shutdown is loaded once at start; after a crash it is rebuilt with later stores and deletes', async () => {
+  test('the vector index saved at shutdown is loaded at start, and again after a crash, with the stores and deletes made since', async () => {
     assert.ok(server);
     const created = await runCli(['keys', 'create', '--account', 'snapshot', '--json'], env);
     const key = (JSON.parse(created.stdout) as { key: string }).key;
@@ -118,17 +118,22 @@ describe('the real server, as a user runs it', () => {
       messages: [user('How many legs does a spider have?')],
       answer: 'Eight.',
     });
+    await api(server.url, 'POST', '/api/v1/store', key, {
+      messages: [user('Which planet is known as the Red Planet?')],
+      answer: 'Mars.',
+    });
     assert.equal(await server.stop('SIGTERM'), 0);
     assert.ok(existsSync(path.join(dir, 'index', 'manifest.json')), 'index snapshot written at SIGTERM');
 
+    const fromSnapshot = (started: ServerProcess) => {
+      const listening = started
+        .stdout()
+        .split('\n')
+        .find((l) => l.includes('Reprise is listening'));
+      return (JSON.parse(listening ?? '{}') as { vectors_from_snapshot?: number }).vectors_from_snapshot ?? -1;
+    };
     server = await startServerProcess(env);
-    const listening = server
-      .stdout()
-      .split('\n')
-      .find((l) => l.includes('Reprise is listening'));
-    const fromSnapshot = (JSON.parse(listening ?? '{}') as { vectors_from_snapshot?: number }).vectors_from_snapshot;
-    assert.ok(fromSnapshot !== undefined && fromSnapshot >= 2, listening);
-    assert.ok(!existsSync(path.join(dir, 'index')), 'the snapshot is consumed by the start that loads it');
+    assert.ok(fromSnapshot(server) >= 3, server.stdout());
     const kept = await api(server.url, 'POST', '/api/v1/check', key, {
       messages: [user('How many legs do spiders have?')],
       similarity_threshold: 0.6,
@@ -142,17 +147,51 @@ describe('the real server, as a user runs it', () => {
     assert.equal(deleted.status, 200);
     await server.stop('SIGKILL');
 
+    // The snapshot of the last shutdown is loaded again, and the store and the delete made after
+    // it are read from the database.
     server = await startServerProcess(env);
+    const loadedFrom = fromSnapshot(server);
+    assert.ok(loadedFrom >= 3, server.stdout());
+    // Whole: the snapshot's vectors, less the deleted one, and the stored one.
+    const whole = (started: ServerProcess) =>
+      (
+        JSON.parse(
+          started
+            .stdout()
+            .split('\n')
+            .find((l) => l.includes('the semantic index is loaded')) ?? '{}',
+        ) as { vectors?: number }
+      ).vectors;
+    assert.ok(await eventually(async () => whole(server as ServerProcess) !== undefined), server.stdout());
+    assert.equal(whole(server), loadedFrom);
     const water = await api(server.url, 'POST', '/api/v1/check', key, {
       messages: [user('At sea level, what is the boiling point of water?')],
       similarity_threshold: 0.6,
     });
     assert.equal(water.json.answer, '100 °C.', JSON.stringify(water.json));
+    const mars = await api(server.url, 'POST', '/api/v1/check', key, {
+      messages: [user('Which planet is called the Red Planet?')],
+      similarity_threshold: 0.6,
+    });
+    assert.equal(mars.json.answer, 'Mars.', JSON.stringify(mars.json));
     const gone = await api(server.url, 'POST', '/api/v1/check', key, {
       messages: [user('How many legs do spiders have?')],
       similarity_threshold: 0.6,
     });
     assert.equal(gone.json.cache_hit, false, JSON.stringify(gone.json));
+    // And once more after a clean stop: the new snapshot holds the changes.
+    assert.equal(await server.stop('SIGTERM'), 0);
+    server = await startServerProcess(env);
+    const again = await api(server.url, 'POST', '/api/v1/check', key, {
+      messages: [user('How many legs do spiders have?')],
+      similarity_threshold: 0.6,
+    });
+    assert.equal(again.json.cache_hit, false, JSON.stringify(again.json));
+    const waterAgain = await api(server.url, 'POST', '/api/v1/check', key, {
+      messages: [user('At sea level, what is the boiling point of water?')],
+      similarity_threshold: 0.6,
+    });
+    assert.equal(waterAgain.json.answer, '100 °C.', JSON.stringify(waterAgain.json));
   });
 
   test('one log line per request, written by the time the server has stopped, without the key', async () => {

@@ -1,7 +1,18 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate, setTimeout as delay } from 'node:timers/promises';
 import { EmbedderUnavailableError, type Embedder } from '../embedding/interface.ts';
-import type { Account, Entry, EntryHead, HitDelta, Store, UsageBucket, UsageDelta, VectorRow, VectorUpdate } from '../store/interface.ts';
+import type {
+  Account,
+  ChangedVector,
+  Entry,
+  EntryHead,
+  HitDelta,
+  Store,
+  UsageBucket,
+  UsageDelta,
+  VectorRow,
+  VectorUpdate,
+} from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
@@ -184,21 +195,28 @@ export class CacheService {
   }
 
   /**
-   * Loads the stored vectors of the current embedder with ids above `after` into the index while
-   * requests are answered: a slice of about `sliceMs` an event-loop turn, starting on the next
-   * turn. Until it is done, semantic checks are answered as misses (`semantic_checked: false`);
-   * exact checks and stores are served as ever, and an entry deleted meanwhile is not put back. A
+   * Loads the stored vectors of the current embedder into the index while requests are answered:
+   * a slice of about `sliceMs` an event-loop turn, starting on the next turn. With `since`, the
+   * number a snapshot loaded into the index was saved at (Store.vectorSeq), only what changed after
+   * it is read: the vectors removed since are taken out, then the entries whose vector or partition
+   * was written since are put in (or taken out, if they are no longer searched).
+   *
+   * Until it is done, semantic checks are answered as misses (`semantic_checked: false`); exact
+   * checks and stores are served as ever, and an entry deleted meanwhile is not put back. A
    * partition whose graph is being built (`HybridIndex`) gets the rest of its vectors once the
    * graph serves, not all of them in its exact copy first. A read that fails is tried again each
    * second (`onError` is told). `beforeReady` runs once every vector is in, before semantic checks
-   * search the index. Returns how many vectors were loaded; stops early, still not ready, when
+   * search the index. Returns how many vectors were put in; stops early, still not ready, when
    * `signal` aborts.
    */
-  async loadIndex(after = 0, opts: LoadOptions = {}): Promise<number> {
+  async loadIndex(since = 0, opts: LoadOptions = {}): Promise<number> {
     const embedder = this.deps.embedder;
     if (!embedder) return 0;
-    const index = this.deps.index;
+    const { index, store } = this.deps;
     const { signal, batch = 250, sliceMs = 2 } = opts;
+    const changed = since > 0 ? store.changedVectors?.bind(store) : undefined;
+    const removals = since > 0 ? store.removedVectors?.bind(store) : undefined;
+    if (since > 0 && (!changed || !removals)) throw new Error('this store cannot bring an index snapshot up to date');
     const removed = new Set<number>();
     this.loading = removed;
     let loaded = 0;
@@ -208,30 +226,50 @@ export class CacheService {
       await slice.pause();
       return signal?.aborted === true;
     };
-    if (await pause()) return loaded;
-    for (;;) {
-      let rows: VectorRow[];
-      try {
-        rows = await this.deps.store.scanVectors(after, batch);
-      } catch (err) {
-        opts.onError?.(err);
-        await delay(1000, undefined, { signal }).catch(() => undefined);
-        if (await pause()) return loaded;
-        continue;
+    // A read, tried again each second while the store does not answer; null once stopped.
+    const read = async <T>(rows: () => Promise<T[]>): Promise<T[] | null> => {
+      for (;;) {
+        try {
+          return await rows();
+        } catch (err) {
+          opts.onError?.(err);
+          await delay(1000, undefined, { signal }).catch(() => undefined);
+          if (await pause()) return null;
+        }
       }
+    };
+    if (await pause()) return loaded;
+    for (let after = since; removals;) {
+      const rows = await read(() => removals(after, batch));
+      if (rows === null) return loaded;
+      if (rows.length === 0) break;
+      for (const r of rows) {
+        after = r.seq;
+        index.remove(partitionOf(r.accountId, r.contextHash), r.id);
+        if (slice.used && (await pause())) return loaded;
+      }
+    }
+    for (let after = since; ;) {
+      const rows = await read<ChangedVector | VectorRow>(() => (changed ? changed(after, batch) : store.scanVectors(after, batch)));
+      if (rows === null) return loaded;
       if (rows.length === 0) break;
       const nowIso = isoAt(this.now());
       for (const r of rows) {
-        after = r.id;
-        if (!ofEmbedder(r.embedderId, embedder) || (r.expiresAt !== null && r.expiresAt <= nowIso)) continue;
+        after = 'seq' in r ? r.seq : r.id;
+        const searched = r.vector !== null && ofEmbedder(r.embedderId, embedder) && (r.expiresAt === null || r.expiresAt > nowIso);
+        // A full load skips the rest; an update takes out what the snapshot may hold of them.
+        if (!searched && !changed) continue;
         const partition = partitionOf(r.accountId, r.contextHash);
         if (index.stateOf?.(partition) === 'promoting') {
           await index.promoted?.();
           if (await pause()) return loaded;
         }
         if (removed.has(r.id)) continue;
-        index.add(partition, r.id, r.vector);
-        loaded++;
+        if (r.vector === null || !searched) index.remove(partition, r.id);
+        else {
+          index.add(partition, r.id, r.vector);
+          loaded++;
+        }
         if (slice.used && (await pause())) return loaded;
       }
     }

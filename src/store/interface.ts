@@ -85,6 +85,21 @@ export interface VectorRow {
   expiresAt: string | null;
 }
 
+/** A row read to bring a snapshot up to date: the entry as it is now, vector or none. */
+export interface ChangedVector extends Omit<VectorRow, 'vector'> {
+  /** The number of its last vector write (see Store.vectorSeq). */
+  seq: number;
+  vector: Float32Array | null;
+}
+
+/** A vector taken from where it was searched: its entry deleted, expired, or moved to another partition. */
+export interface RemovedVector {
+  seq: number;
+  id: number;
+  accountId: string;
+  contextHash: string;
+}
+
 export interface DeletedEntry {
   id: number;
   accountId: string;
@@ -206,6 +221,18 @@ export interface Store {
   pruneChanges?(limit: number): Promise<number>;
   /** Every vector, in id order, for rebuilding an index. */
   scanVectors(afterId: number, limit: number): Promise<VectorRow[]>;
+  /**
+   * Embedded store: the number of the last write of an entry's vector or partition, or removal of
+   * one (every such write takes the next number). An index snapshot saved with it is brought up to
+   * date with what came after: removedVectors, then changedVectors.
+   */
+  vectorSeq?(): number;
+  /** Entries whose vector or partition was written after `afterSeq`, in that order. */
+  changedVectors?(afterSeq: number, limit: number): Promise<ChangedVector[]>;
+  /** Vectors removed after `afterSeq`, in that order: kept until a snapshot reflects them. */
+  removedVectors?(afterSeq: number, limit: number): Promise<RemovedVector[]>;
+  /** Forgets the removals up to `upToSeq`: no snapshot is to be brought up to date across them. */
+  forgetRemovedVectors?(upToSeq: number): Promise<void>;
   /**
    * Whether the last write failed for want of the database (a full disk, read-only files, the
    * lock held by another process) while reads are answered; embedded store only.

@@ -41,6 +41,91 @@ describe('SQLite beside a process of the version before public entry ids', () =>
   });
 });
 
+describe('SQLite numbering of vector writes and removals', () => {
+  test('what changed after a number: entries written since, as they are now, and vectors removed since, until forgotten', async () => {
+    const dir = tempDir();
+    const store = new SqliteStore(path.join(dir, 'reprise.db'));
+    try {
+      const a = await store.createAccount('numbered', 'free');
+      const first = await store.putEntry(entry(a.id, { exactHash: 'first' }));
+      const second = await store.putEntry(entry(a.id, { exactHash: 'second', contextHash: 'ctx-2' }));
+      assert.deepEqual(
+        (await store.changedVectors(0, 100)).map((r) => r.id),
+        [first.id, second.id],
+      );
+      const saved = store.vectorSeq();
+      assert.deepEqual(await store.changedVectors(saved, 100), []);
+
+      const third = await store.putEntry(entry(a.id, { exactHash: 'third' }));
+      await store.recordHits(new Map([[third.id, { count: 1, at: new Date().toISOString(), lookupMs: 1, createdAt: third.createdAt }]]));
+      // Stored again: the same entry, with the vector made now.
+      await store.putEntry(entry(a.id, { exactHash: 'first', vector: Float32Array.from([0, 1]) }));
+      assert.deepEqual(
+        await store.replaceVectors([{ id: second.id, from: 'e', embedderId: 'e2', vector: Float32Array.from([1, 0]), prefixVector: null }]),
+        [second.id],
+      );
+      assert.ok(await store.deleteEntry(a.id, second.publicId));
+      const expired = await store.putEntry(entry(a.id, { exactHash: 'expired', expiresAt: '2000-01-01T00:00:00.000Z' }));
+      await store.deleteExpired(new Date().toISOString(), 100);
+
+      const changed = await store.changedVectors(saved, 100);
+      assert.deepEqual(
+        changed.map((r) => r.id),
+        [third.id, first.id],
+      );
+      assert.deepEqual([...(changed[1]?.vector ?? [])], [0, 1]);
+      assert.ok(changed.every((r, i) => r.seq > saved && (i === 0 || r.seq > (changed[i - 1] as { seq: number }).seq)));
+      assert.deepEqual(
+        (await store.removedVectors(saved, 100)).map((r) => [r.id, r.accountId, r.contextHash]),
+        [
+          [second.id, a.id, 'ctx-2'],
+          [expired.id, a.id, 'ctx'],
+        ],
+      );
+      // A snapshot saved now reflects them all.
+      const now = store.vectorSeq();
+      await store.setSnapshotToken('token', now);
+      assert.deepEqual(await store.removedVectors(saved, 100), []);
+      assert.deepEqual(await store.changedVectors(now, 100), []);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a database of the version before: its entries are numbered by id, and later writes after them', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    let store = new SqliteStore(file);
+    const a = await store.createAccount('upgraded', 'free');
+    const old = [await store.putEntry(entry(a.id)), await store.putEntry(entry(a.id))];
+    await store.close();
+    // Back to the schema before the numbering.
+    const db = new Database(file);
+    db.exec(`DROP TRIGGER entries_vector_inserted; DROP TRIGGER entries_vector_updated; DROP TRIGGER entries_vector_deleted;
+      DROP TABLE vector_seq; DROP TABLE removed_vectors; DROP INDEX entries_vector_seq; ALTER TABLE entries DROP COLUMN vector_seq;
+      DELETE FROM schema_migrations WHERE version = (SELECT MAX(version) FROM schema_migrations);`);
+    db.close();
+    store = new SqliteStore(file);
+    try {
+      const last = old[1]?.id as number;
+      assert.equal(store.vectorSeq(), last);
+      assert.deepEqual(
+        (await store.changedVectors(0, 100)).map((r) => [r.id, r.seq]),
+        old.map((e) => [e.id, e.id]),
+      );
+      const later = await store.putEntry(entry(a.id));
+      assert.deepEqual(
+        (await store.changedVectors(last, 100)).map((r) => r.id),
+        [later.id],
+      );
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('SQLite counters', () => {
   test('counters committed without a sync survive the process being killed; later commits are synced again', async () => {
     const dir = tempDir();

@@ -8,6 +8,7 @@ import { bufferToVector, newId, newPublicId, ORDER_SQL, RESTORED_ENTRY_SQL, vect
 import type {
   Account,
   ApiKey,
+  ChangedVector,
   DeletedEntry,
   Entry,
   EntryHead,
@@ -15,6 +16,7 @@ import type {
   EntryPage,
   HitDelta,
   NewEntry,
+  RemovedVector,
   Session,
   Store,
   UsageBucket,
@@ -100,6 +102,42 @@ const MIGRATIONS: readonly string[] = [
    END;
    UPDATE entries SET public_id = (abs(random()) % 9007199254740991) + 1 WHERE public_id IS NULL;`,
   `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
+  // Numbers every write of an entry's vector, and every removal of one from where it is searched
+  // (a delete, an expiry, a move to another partition), in one sequence: a vector index snapshot
+  // saved at number n is brought up to date after a crash from what came after n
+  // (changedVectors, removedVectors). Triggers, so every writer of the file (a server of an earlier
+  // version, the CLI) numbers its writes too. Existing rows keep their id as their number, which is
+  // what a snapshot saved before this version took as its watermark.
+  `CREATE TABLE vector_seq (n INTEGER NOT NULL);
+   INSERT INTO vector_seq (n) SELECT COALESCE(MAX(id), 0) FROM entries;
+   ALTER TABLE entries ADD COLUMN vector_seq INTEGER;
+   UPDATE entries SET vector_seq = id;
+   CREATE INDEX entries_vector_seq ON entries(vector_seq);
+   CREATE TABLE removed_vectors (
+     seq INTEGER PRIMARY KEY,
+     id INTEGER NOT NULL,
+     account_id TEXT NOT NULL,
+     context_hash TEXT NOT NULL
+   );
+   CREATE TRIGGER entries_vector_inserted AFTER INSERT ON entries
+   BEGIN
+     UPDATE vector_seq SET n = n + 1;
+     UPDATE entries SET vector_seq = (SELECT n FROM vector_seq) WHERE id = NEW.id;
+   END;
+   CREATE TRIGGER entries_vector_updated AFTER UPDATE OF account_id, context_hash, embedder_id, vector, expires_at ON entries
+   BEGIN
+     UPDATE vector_seq SET n = n + 1;
+     INSERT INTO removed_vectors (seq, id, account_id, context_hash)
+       SELECT n, OLD.id, OLD.account_id, OLD.context_hash FROM vector_seq
+       WHERE OLD.account_id <> NEW.account_id OR OLD.context_hash <> NEW.context_hash;
+     UPDATE vector_seq SET n = n + 1;
+     UPDATE entries SET vector_seq = (SELECT n FROM vector_seq) WHERE id = NEW.id;
+   END;
+   CREATE TRIGGER entries_vector_deleted AFTER DELETE ON entries
+   BEGIN
+     UPDATE vector_seq SET n = n + 1;
+     INSERT INTO removed_vectors (seq, id, account_id, context_hash) SELECT n, OLD.id, OLD.account_id, OLD.context_hash FROM vector_seq;
+   END;`,
 ];
 
 interface AccountRow {
@@ -783,6 +821,42 @@ export class SqliteStore implements Store {
     }));
   }
 
+  vectorSeq(): number {
+    return this.db.prepare('SELECT n FROM vector_seq').pluck().get() as number;
+  }
+
+  async changedVectors(afterSeq: number, limit: number): Promise<ChangedVector[]> {
+    const rows = this.db
+      .prepare(
+        `SELECT id, account_id, context_hash, embedder_id, vector, expires_at, vector_seq FROM entries
+         WHERE vector_seq > ? ORDER BY vector_seq LIMIT ?`,
+      )
+      .all(afterSeq, limit) as (Pick<EntryRow, 'id' | 'account_id' | 'context_hash' | 'embedder_id' | 'vector' | 'expires_at'> & {
+      vector_seq: number;
+    })[];
+    return rows.map((r) => ({
+      seq: r.vector_seq,
+      id: r.id,
+      accountId: r.account_id,
+      contextHash: r.context_hash,
+      embedderId: r.embedder_id ?? '',
+      vector: r.vector ? bufferToVector(r.vector) : null,
+      expiresAt: r.expires_at,
+    }));
+  }
+
+  async removedVectors(afterSeq: number, limit: number): Promise<RemovedVector[]> {
+    const rows = this.db
+      .prepare('SELECT seq, id, account_id, context_hash FROM removed_vectors WHERE seq > ? ORDER BY seq LIMIT ?')
+      .all(afterSeq, limit) as { seq: number; id: number; account_id: string; context_hash: string }[];
+    return rows.map((r) => ({ seq: r.seq, id: r.id, accountId: r.account_id, contextHash: r.context_hash }));
+  }
+
+  async forgetRemovedVectors(upToSeq: number): Promise<void> {
+    const stmt = this.db.prepare('DELETE FROM removed_vectors WHERE seq <= ?');
+    await this.write(() => stmt.run(upToSeq));
+  }
+
   async staleVectorIds(current: string, embedderId: string, prefix: string, afterId: number, limit: number): Promise<number[]> {
     // Read a window of ids at a time, letting requests through between windows: a table with
     // nothing to make again is read whole, which in one query held the event loop for about a
@@ -876,11 +950,20 @@ export class SqliteStore implements Store {
     return r?.value ?? null;
   }
 
-  async setSnapshotToken(token: string): Promise<void> {
-    const stmt = this.db.prepare(
+  /**
+   * Ties the snapshot just saved, which holds every vector up to `seq` (vectorSeq), to this
+   * database, and forgets the removals it already reflects.
+   */
+  async setSnapshotToken(token: string, seq: number): Promise<void> {
+    const set = this.db.prepare(
       "INSERT INTO meta (key, value) VALUES ('snapshot_token', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
     );
-    await this.write(() => stmt.run(token));
+    const forget = this.db.prepare('DELETE FROM removed_vectors WHERE seq <= ?');
+    const both = this.db.transaction(() => {
+      set.run(token);
+      forget.run(seq);
+    });
+    await this.write(() => both.immediate());
   }
 
   async close(): Promise<void> {

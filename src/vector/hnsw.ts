@@ -356,7 +356,7 @@ export class HybridIndex implements VectorIndex {
   }
 
   /** Writes the partitions into `dir`; see saveSnapshot. */
-  writeTo(dir: string, tag: string): Omit<Manifest, 'digests' | 'token'> {
+  writeTo(dir: string, tag: string, watermark = this.maxId): Omit<Manifest, 'digests' | 'token'> {
     const graphs: Manifest['graphs'] = [];
     let n = 0;
     for (const [partition, graph] of this.graphs) {
@@ -382,7 +382,7 @@ export class HybridIndex implements VectorIndex {
       quantization: this.quantization,
       m: this.m,
       tag,
-      watermark: this.maxId,
+      watermark,
       flat: 'flat.bin',
       flatBytes: flat.length,
       flatVectors,
@@ -437,7 +437,10 @@ export class HybridIndex implements VectorIndex {
   }
 }
 
-/** What a snapshot directory describes; `watermark` is the highest entry id it covers. */
+/**
+ * What a snapshot directory describes. `watermark` says what it covers: the number of the last
+ * vector write reflected (Store.vectorSeq), or, by default, the highest entry id it holds.
+ */
 interface Manifest {
   /** 3 since files carry digests; a snapshot of format 2 is not loaded (the index is rebuilt once). */
   format: 3;
@@ -476,12 +479,13 @@ function digestOf(file: string): string {
  * the old one and swapped in by renames, so a crash leaves one whole snapshot or the other.
  * `tag` names what the vectors mean (the embedder); a snapshot with another tag is not loaded.
  * `token` names the state of the database it is made from (see loadSnapshot); none ties it to none.
+ * `watermark` says what the index holds (see Manifest); loadSnapshot returns it.
  */
-export function saveSnapshot(index: HybridIndex, dir: string, tag: string, token: string | null = null): void {
+export function saveSnapshot(index: HybridIndex, dir: string, tag: string, token: string | null = null, watermark?: number): void {
   const tmp = `${dir}.new`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  const written = index.writeTo(tmp, tag);
+  const written = index.writeTo(tmp, tag, watermark);
   const files = [written.flat, ...written.graphs.map((g) => g.file)];
   const manifest: Manifest = { ...written, token, digests: Object.fromEntries(files.map((f) => [f, digestOf(path.join(tmp, f))])) };
   writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify(manifest));
@@ -506,20 +510,22 @@ function syncPath(p: string): void {
 }
 
 /**
- * Loads a snapshot written by `saveSnapshot` into an empty index and removes it from disk, so it
- * is used once. Returns the highest entry id it covers (entries after it are to be added from
- * the store), or null when there is no usable snapshot: none, another tag or shape, or unreadable.
+ * Loads a snapshot written by `saveSnapshot` into an empty index. Returns its watermark (what
+ * came after it is to be read from the store), or null when there is no usable snapshot: none,
+ * another tag or shape, or unreadable; an unreadable one is removed. With `keep`, a snapshot
+ * loaded stays on disk (for a start after a crash, brought up to date from the store);
+ * otherwise it is removed, and used once.
  *
- * It is moved aside before any of it is read, and every file is checked against its digest
- * before it is parsed: a file damaged on disk would otherwise be read as vectors (scores computed
- * from bytes no embedder made) or abort the process in the graphs' native loader, and, as the
- * snapshot stayed where it was, at every start after.
+ * It is moved aside before any of it is read, and put back only once it has loaded, and every
+ * file is checked against its digest before it is parsed: a file damaged on disk would otherwise
+ * be read as vectors (scores computed from bytes no embedder made) or abort the process in the
+ * graphs' native loader, and, as the snapshot stayed where it was, at every start after.
  *
  * `token` is the one the database holds: a snapshot made with another (the database restored
  * from a backup, or replaced, since) describes entries that database does not have, and lacks
  * ones it has, which the watermark would keep from ever being read into the index.
  */
-export function loadSnapshot(index: HybridIndex, dir: string, tag: string, token: string | null = null): number | null {
+export function loadSnapshot(index: HybridIndex, dir: string, tag: string, token: string | null = null, keep = false): number | null {
   const loading = `${dir}.loading`;
   // A start that ended while loading (killed, or aborted by the loader) left this behind.
   rmSync(loading, { recursive: true, force: true });
@@ -537,6 +543,10 @@ export function loadSnapshot(index: HybridIndex, dir: string, tag: string, token
       if (digestOf(path.join(loading, file)) !== manifest.digests[file]) throw new Error(`snapshot ${file} does not match its digest`);
     }
     index.readFrom(loading, manifest);
+    if (keep) {
+      renameSync(loading, dir);
+      syncPath(path.dirname(dir));
+    }
   } catch {
     index.clear();
     return null;

@@ -340,6 +340,20 @@ describe('index snapshot', () => {
     assert.ok(!after.search('big', randomUnit(1, 64), 5).some((n) => n.id === 1));
   });
 
+  test('a snapshot loaded to be kept stays on disk, whole, with the watermark it was saved with', async () => {
+    const dir = path.join(tempDir('reprise-snap-'), 'index');
+    saveSnapshot(await build(), dir, 'embedder@1', 'state-1', 4242);
+    for (let start = 0; start < 2; start++) {
+      const index = new HybridIndex(64, { crossover: 50 });
+      assert.equal(loadSnapshot(index, dir, 'embedder@1', 'state-1', true), 4242);
+      assert.equal(index.size, 128);
+      assert.equal(index.search('big', nearDuplicate(randomUnit(60, 64), 1060), 1)[0]?.id, 60);
+    }
+    assert.ok(!existsSync(`${dir}.loading`));
+    assert.equal(loadSnapshot(new HybridIndex(64, { crossover: 50 }), dir, 'embedder@1', 'state-1'), 4242);
+    assert.ok(!existsSync(dir), 'loaded without keeping it: used once');
+  });
+
   test('a snapshot is loaded only with the token it was saved with, and is gone after any other', async () => {
     const dir = path.join(tempDir('reprise-snap-'), 'index');
     saveSnapshot(await build(), dir, 'embedder@1', 'state-1');
