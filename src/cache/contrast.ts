@@ -13,8 +13,9 @@ import { kinWords, sameSense, type Pos } from './wordnet.ts';
  * "badminton"), or the same content words in another order but for such a word
  * (`replacedReordered`), rank a superlative the other leaves unranked (`otherRank`: "the second
  * highest salary" / "the highest salary"), convert between two units the other way round
- * (`otherDirection`), add a negation to the same words (`negated`), or open with other question
- * words (`otherQuestion`: "when" / "where"). The
+ * (`otherDirection`), add a negation to the same words (`negated`), open with other question
+ * words (`otherQuestion`: "when" / "where"), or carry the same passage with instructions that ask
+ * for different things (`otherInstruction`: "Classify the sentiment: T" / "Classify the topic: T"). The
  * hit decision's cheap checks that a vector and a small model weigh too lightly: "sort ascending" /
  * "sort descending" scored 0.99.
  */
