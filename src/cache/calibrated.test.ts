@@ -201,6 +201,39 @@ describe('CalibratedScorer', () => {
     assert.equal(scorer.differs(side('😡'), side('I am angry')), null);
   });
 
+  test('another instruction before or after the same text is a miss both ways; the same instruction reworded hits', async () => {
+    const scorer = new CalibratedScorer();
+    const score = async (a: string, b: string) => {
+      const [va, vb] = (await embedder.embed([a, b])) as Float32Array[];
+      const side = (text: string, vector: Float32Array): Side => ({ text, vector });
+      return scorer.score(side(b, vb as Float32Array), side(a, va as Float32Array), dot(va as Float32Array, vb as Float32Array));
+    };
+    const review = 'The battery died after two days and support never answered my emails.';
+    const code = 'def average(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs) - 1';
+    // Served at 0.87 to 0.98 before: the shared text outweighs the instruction in the vectors.
+    for (const [a, b] of [
+      [`Classify the sentiment: ${review}`, `Classify the topic: ${review}`],
+      [`Rewrite in passive voice: ${review}`, `Rewrite in future tense: ${review}`],
+      [`Translate to French: ${review}`, `Translate to German: ${review}`],
+      [`Summarize in one sentence: ${review}`, `Summarize in three bullet points: ${review}`],
+      [`Fix the grammar: ${review}`, `Make this shorter: ${review}`],
+      [`${code}\n\nFind the bug`, `${code}\n\nAdd comments`],
+    ] as const) {
+      assert.equal(await score(a, b), 0, `${a} / ${b}`);
+      assert.equal(await score(b, a), 0, `${b} / ${a}`);
+    }
+    for (const [a, b] of [
+      [`Summarize this: ${review}`, `Give me a summary of this: ${review}`],
+      [`Translate into French: ${review}`, `Translate to French: ${review}`],
+      [`Fix the grammar: ${review}`, `Correct the grammar: ${review}`],
+      [`${code}\n\nFind the bug`, `${code}\n\nCan you find the bug?`],
+    ] as const) {
+      const there = await score(a, b);
+      const back = await score(b, a);
+      assert.ok(there >= 0.85 && back >= 0.85, `${a} / ${b}: ${there}, ${back}`);
+    }
+  });
+
   test('identical texts score 1 whatever the runner-up', () => {
     const scorer = new CalibratedScorer();
     assert.equal(scorer.score(candidate, { ...candidate }, 1, 0.999), 1);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Lru } from '../util/lru.ts';
 import { acronymsIn, expandAcronyms, namesWords, otherAcronyms } from './acronyms.ts';
-import { differentRequest, otherNames } from './contrast.ts';
+import { differentRequest, otherNames, synonyms } from './contrast.ts';
 import { analyse, aroundShared, AUXILIARIES, FEATURE_NAMES, opensQuestion, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
 import { unwrap, type Unwrapped } from './wording.ts';
@@ -241,45 +241,6 @@ const SAYS_LITTLE = new Set([
   ...AUXILIARIES,
   ...'a an the i me my you your we our one to please pls just really actually exactly there it'.split(' '),
 ]);
-
-/**
- * Words that stand for one another in chat requests: "add" / "append" an item, "delete" / "remove"
- * a row, the "quickest" / "fastest" way.
- */
-const SYNONYMS: readonly (readonly string[])[] = [
-  ['add', 'append', 'insert'],
-  ['delete', 'remove', 'erase'],
-  ['sum', 'total'],
-  ['quickest', 'fastest'],
-  ['quick', 'fast', 'quickly'],
-  ['start', 'begin'],
-  ['started', 'began'],
-  ['check', 'see', 'find', 'view', 'tell', 'know'],
-  ['shortcut', 'hotkey'],
-  ['turn', 'switch'],
-  ['latest', 'last', 'newest'],
-  ['big', 'large'],
-  ['small', 'little', 'tiny'],
-  ['buy', 'purchase'],
-  ['fix', 'repair', 'solve', 'resolve'],
-  ['cheap', 'inexpensive', 'affordable'],
-  ['movie', 'film'],
-  ['movies', 'films'],
-  ['picture', 'photo', 'image'],
-  ['pictures', 'photos', 'images'],
-  ['choose', 'pick', 'select'],
-  ['show', 'display', 'list'],
-  ['make', 'create'],
-  ['good', 'great', 'best', 'top'],
-  ['easy', 'simple', 'easiest', 'simplest'],
-  ['use', 'utilize'],
-  ['kid', 'child'],
-  ['kids', 'children'],
-  ['mom', 'mother'],
-  ['dad', 'father'],
-];
-const SYNONYM_OF = new Map<string, number>(SYNONYMS.flatMap((group, i) => group.map((w) => [w, i] as const)));
-const synonyms = (x: string, y: string) => SYNONYM_OF.has(x) && SYNONYM_OF.get(x) === SYNONYM_OF.get(y);
 
 /**
  * A line typed as keywords, put as a question: "when to prune roses" as "when to prune roses?",

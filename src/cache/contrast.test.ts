@@ -5,6 +5,7 @@ import {
   differentQuantities,
   differentRequest,
   negated,
+  otherInstruction,
   otherPeriod,
   otherDirection,
   otherNames,
@@ -619,5 +620,87 @@ describe('what two texts quote', () => {
     assert.equal(d("Don't say 'yes' yet", "Don't say 'no' yet"), '"yes"/"no"');
     assert.equal(d("What's the plural of 'cactus'", 'What is the plural of "octopus"'), null);
     assert.equal(d("It's John's car", "It's Mary's car"), null);
+  });
+});
+
+describe('other instructions around the same passage', () => {
+  const d = (a: string, b: string) => differentRequest(analyse(a), analyse(b));
+  const REVIEW = 'The battery died after two days and support never answered my emails.';
+  const CODE = 'def average(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs) - 1';
+
+  test('an instruction that asks for another thing before or after the same text is another request, both ways', () => {
+    for (const [a, b, why] of [
+      [`Classify the sentiment: ${REVIEW}`, `Classify the topic: ${REVIEW}`, 'instruction: sentiment/topic'],
+      [`Rewrite in passive voice: ${REVIEW}`, `Rewrite in future tense: ${REVIEW}`, 'instruction: passive voice/future tense'],
+      [
+        `Summarize in one sentence: ${REVIEW}`,
+        `Summarize in three bullet points: ${REVIEW}`,
+        'instruction: one sentence/three bullet points',
+      ],
+      [`Fix the grammar: ${REVIEW}`, `Make this shorter: ${REVIEW}`, 'instruction: fix grammar/shorter'],
+      [`${CODE}\n\nFind the bug`, `${CODE}\n\nAdd comments`, 'instruction: find bug/add comments'],
+      [`Extract the names from this text:\n${REVIEW}`, `Extract the dates from this text:\n${REVIEW}`, 'instruction: names/dates'],
+      [`Write a haiku about this: ${REVIEW}`, `Write a limerick about this: ${REVIEW}`, 'instruction: haiku/limerick'],
+    ] as const) {
+      assert.equal(otherInstruction(analyse(a), analyse(b)), why, `${a} / ${b}`);
+      assert.equal(otherInstruction(analyse(b), analyse(a)), why.replace(/^instruction: (.*)\/(.*)$/, 'instruction: $2/$1'), `${b} / ${a}`);
+      assert.notEqual(d(a, b), null, `${a} / ${b}`);
+      assert.notEqual(d(b, a), null, `${b} / ${a}`);
+    }
+    // Another language is also another thing of one kind of the sets.
+    assert.notEqual(d(`Translate to French: ${REVIEW}`, `Translate to German: ${REVIEW}`), null);
+    assert.equal(
+      otherInstruction(analyse(`Translate to French: ${REVIEW}`), analyse(`Translate to German: ${REVIEW}`)),
+      'instruction: french/german',
+    );
+  });
+
+  test('the same instruction reworded, or one that only adds to the other, is no other request', () => {
+    for (const [a, b] of [
+      [`Summarize this: ${REVIEW}`, `Give me a summary of this: ${REVIEW}`],
+      [`Translate into French: ${REVIEW}`, `Translate to French: ${REVIEW}`],
+      [`Fix the grammar: ${REVIEW}`, `Correct the grammar: ${REVIEW}`],
+      [`Summarize in one sentence: ${REVIEW}`, `Summarize in a single sentence: ${REVIEW}`],
+      [`Summarize the following text: ${REVIEW}`, `Please summarize this text: ${REVIEW}`],
+      [`Shorten this: ${REVIEW}`, `Make this shorter: ${REVIEW}`],
+      [`Corect the speling: ${REVIEW}`, `Correct the spelling: ${REVIEW}`],
+      [
+        `Spell this number out in words:\nThe total is 1,204 and the battery died after two days.`,
+        `Spell this number out in words:\nThe total is 1204 and the battery died after two days.`,
+      ],
+      [`${CODE}\n\nFind the bug`, `${CODE}\n\nFind the bug in this code`],
+      [`${CODE}\n\nFind the bug`, `${CODE}\n\nCan you find the bug?`],
+    ] as const) {
+      assert.equal(d(a, b), null, `${a} / ${b}`);
+      assert.equal(d(b, a), null, `${b} / ${a}`);
+    }
+  });
+
+  test('statements before a colon, two questions, short passages and texts without a break are left alone', () => {
+    const list = 'General usage, Audio, Vision, Text, Tabular, and Dataset repository.';
+    assert.equal(
+      otherInstruction(
+        analyse(`The guides are organized into six sections: ${list}`),
+        analyse(`Guides have been divided into six parts: ${list}`),
+      ),
+      null,
+    );
+    assert.equal(
+      otherInstruction(
+        analyse('What is the population of Tokyo?\nhow has it changed since 2000'),
+        analyse('How many people live in Tokyo?\nhow has it changed since 2000'),
+      ),
+      null,
+    );
+    assert.equal(otherInstruction(analyse('Classify the sentiment: great phone'), analyse('Classify the topic: great phone')), null);
+    assert.equal(otherInstruction(analyse(`Classify the sentiment ${REVIEW}`), analyse(`Classify the topic ${REVIEW}`)), null);
+    // A time's colon is no break.
+    assert.equal(
+      otherInstruction(
+        analyse('Is the store open at 10:30 on the first Monday of the month'),
+        analyse('Is the store closed at 10:30 on the first Monday of the month'),
+      ),
+      null,
+    );
   });
 });

@@ -1,6 +1,6 @@
 import nlp from 'compromise/two';
-import { AUXILIARIES, opensQuestion, rarity, sharedEnds, UNSEEN, type TextInfo } from './features.ts';
-import { kinWords, type Pos } from './wordnet.ts';
+import { AUXILIARIES, opensQuestion, rarity, sharedEnds, stem, UNSEEN, type TextInfo } from './features.ts';
+import { kinWords, sameSense, type Pos } from './wordnet.ts';
 
 /**
  * Why two requests that embed alike ask different things, or null: they name different things of
@@ -13,8 +13,9 @@ import { kinWords, type Pos } from './wordnet.ts';
  * "badminton"), or the same content words in another order but for such a word
  * (`replacedReordered`), rank a superlative the other leaves unranked (`otherRank`: "the second
  * highest salary" / "the highest salary"), convert between two units the other way round
- * (`otherDirection`), add a negation to the same words (`negated`), or open with other question
- * words (`otherQuestion`: "when" / "where"). The
+ * (`otherDirection`), add a negation to the same words (`negated`), open with other question
+ * words (`otherQuestion`: "when" / "where"), or carry the same passage with instructions that ask
+ * for different things (`otherInstruction`: "Classify the sentiment: T" / "Classify the topic: T"). The
  * hit decision's cheap checks that a vector and a small model weigh too lightly: "sort ascending" /
  * "sort descending" scored 0.99.
  */
@@ -34,7 +35,8 @@ export function differentRequest(a: TextInfo, b: TextInfo): string | null {
     otherRank(a, b) ??
     otherDirection(a, b) ??
     negated(a, b) ??
-    otherQuestion(a, b)
+    otherQuestion(a, b) ??
+    otherInstruction(a, b)
   );
 }
 
@@ -1649,4 +1651,254 @@ export function negated(a: TextInfo, b: TextInfo): string | null {
   const unnegated = long.filter((w) => !NEGATING.has(w));
   const undone = long.filter((w, i) => !NEGATING.has(w) && !(DO.has(w) && NEGATING.has(long[i + 1] as string)));
   return isShort(unnegated) || isShort(undone) ? `${long.find((w) => NEGATING.has(w))} added` : null;
+}
+
+/**
+ * Words that stand for one another in chat requests: "add" / "append" an item, "delete" / "remove"
+ * a row, the "quickest" / "fastest" way.
+ */
+const SYNONYMS: readonly (readonly string[])[] = [
+  ['add', 'append', 'insert'],
+  ['delete', 'remove', 'erase'],
+  ['sum', 'total'],
+  ['quickest', 'fastest'],
+  ['quick', 'fast', 'quickly'],
+  ['start', 'begin'],
+  ['started', 'began'],
+  ['check', 'see', 'find', 'view', 'tell', 'know'],
+  ['shortcut', 'hotkey'],
+  ['turn', 'switch'],
+  ['latest', 'last', 'newest'],
+  ['big', 'large'],
+  ['small', 'little', 'tiny'],
+  ['buy', 'purchase'],
+  ['fix', 'repair', 'solve', 'resolve'],
+  ['cheap', 'inexpensive', 'affordable'],
+  ['movie', 'film'],
+  ['movies', 'films'],
+  ['picture', 'photo', 'image'],
+  ['pictures', 'photos', 'images'],
+  ['choose', 'pick', 'select'],
+  ['show', 'display', 'list'],
+  ['make', 'create'],
+  ['good', 'great', 'best', 'top'],
+  ['easy', 'simple', 'easiest', 'simplest'],
+  ['use', 'utilize'],
+  ['kid', 'child'],
+  ['kids', 'children'],
+  ['mom', 'mother'],
+  ['dad', 'father'],
+];
+const SYNONYM_OF = new Map<string, number>(SYNONYMS.flatMap((group, i) => group.map((w) => [w, i] as const)));
+/** Whether two words are of one group of `SYNONYMS`. */
+export const synonyms = (x: string, y: string): boolean => SYNONYM_OF.has(x) && SYNONYM_OF.get(x) === SYNONYM_OF.get(y);
+
+/** A passage two prompts carry is this many words or more (`otherInstruction`). */
+const PASSAGE_WORDS = 5;
+/** The words in which two instructions over one passage differ, on either side, at most. */
+const INSTRUCTION_WORDS = 10;
+
+let asksNothing: Set<string> | null = null;
+/**
+ * Words of an instruction that ask for nothing of their own: function words, the verbs a request
+ * is put with ("give me", "can you", "make it", "write"), and words that point at the passage the
+ * instruction is about ("this text", "the following code"). "Who", "when", "where" and "why" ask
+ * for something, and so do negations. Made on first use: features.ts, which defines `AUXILIARIES`,
+ * imports this module.
+ */
+const ASKS_NOTHING = (): Set<string> =>
+  (asksNothing ??= new Set([
+    ...[...FUNCTION_WORDS].filter((w) => w !== 'who' && !ASKING.has(w)),
+    ...AUXILIARIES,
+    ...DETERMINERS,
+    ...(
+      'am been being has have had shall may might must us ours him hers them they me i you please pls plz kindly just also ' +
+      'now then here there so up out down off over all any some each following below above given text passage input content ' +
+      'code snippet give provide make do write help want need like let get whose suggest generate produce create come idea ideas'
+    ).split(' '),
+  ]));
+
+/**
+ * Words that open a statement about something rather than an instruction: "The guides are
+ * organized into six sections: …", "His reply: …".
+ */
+const STATING = new Set('the a an this that these those my our his her their its he she it they there'.split(' '));
+
+/** Endings that leave a word's root: "summary" / "summarize". */
+const DERIVED = /(?:e|y)$/;
+
+/**
+ * Whether two words of instructions ask for the same: the same word but for an inflection
+ * ("comment" / "comments"), of one root (`oneRoot`: "summarize" / "summary", "shorten" /
+ * "shorter"), the same number in words or digits ("three" / "3"), words of one group of
+ * `SYNONYMS`, spellings of one thing of the sets (`contrastingWords`, `REPLACED`: "fix" /
+ * "correct", "rephrase" / "reword"), words that share a sense in WordNet ("one" / "single"), or a
+ * word misspelt (`misspelt`: "corect" / "correct").
+ */
+function askSame(x: string, y: string): boolean {
+  if (x === y || stem(x) === stem(y)) return true;
+  const vx = WORD_VALUE.get(x);
+  const vy = WORD_VALUE.get(y);
+  if ((vx !== undefined && (String(vx) === y || vx === vy)) || (vy !== undefined && String(vy) === x)) return true;
+  if (oneRoot(x, y) || synonyms(x, y) || misspelt(x, y)) return true;
+  const mx = member(x);
+  const my = member(y);
+  if (mx && my && mx.some((p) => my.some((q) => p.set === q.set && p.member === q.member))) return true;
+  const rx = REPLACED_MEMBERS.get(x);
+  const ry = REPLACED_MEMBERS.get(y);
+  if (rx && ry && rx.some((p) => ry.some((q) => p.set === q.set && p.member === q.member))) return true;
+  return /^\p{L}+$/u.test(x) && /^\p{L}+$/u.test(y) && sameSense(x, y);
+}
+
+/**
+ * Whether two words are of one root: the shorter, without a final "e" or "y", starts the longer
+ * ("summary" / "summarize", "short" / "shorten", "correct" / "correction"), or they share their
+ * first 6 letters or more, all of the shorter but 3 ("shorter" / "shorten", "describe" /
+ * "description", "grammar" / "grammatical"). Not "formal" / "format", "translate" / "transform".
+ */
+function oneRoot(x: string, y: string): boolean {
+  const [s, l] = x.length <= y.length ? [x, y] : [y, x];
+  const root = s.replace(DERIVED, '');
+  if (root.length >= 4 && l.startsWith(root)) return true;
+  let p = 0;
+  while (p < s.length && s[p] === l[p]) p++;
+  return p >= 6 && p >= s.length - 3;
+}
+
+/**
+ * Whether one of two words of 5 letters or more is the other misspelt: one letter left out, added,
+ * changed or two swapped, and one of them no word the tokenizer knows ("corect" / "correct",
+ * "speling" / "spelling"; not "affect" / "effect").
+ */
+function misspelt(x: string, y: string): boolean {
+  if (x.length < 5 || y.length < 5 || Math.abs(x.length - y.length) > 1) return false;
+  if (rarity(x) < UNSEEN && rarity(y) < UNSEEN) return false;
+  let i = 0;
+  while (i < x.length && x[i] === y[i]) i++;
+  const rest = (dx: number, dy: number) => x.slice(i + dx) === y.slice(i + dy);
+  if (x.length === y.length) return rest(1, 1) || (x[i] === y[i + 1] && x[i + 1] === y[i] && rest(2, 2));
+  return x.length > y.length ? rest(1, 0) : rest(0, 1);
+}
+
+/** An instruction's words that ask for something (not `ASKS_NOTHING`), written out: "don't" as "not". */
+function askingWords(words: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const word of words) {
+    const w = word.endsWith("n't") || word === 'cannot' ? 'not' : bare(word).replace(/'.*$/, '');
+    if (w === 'whom') out.push('who');
+    else if (w !== '' && !ASKS_NOTHING().has(w)) out.push(w);
+  }
+  return out;
+}
+
+/** Words of two instructions read for what they ask, at most, beyond those both have. */
+const ASKED_WORDS = 12;
+
+/**
+ * The words that ask for something (`askingWords`) in each of two instructions and in no word of
+ * the other (`askSame`): each word the other lacks is compared with the other's words the first
+ * lacks, as a rewording puts one word in the place of another. Null when either has more than
+ * `ASKED_WORDS` words the other lacks: they are no two wordings of one short instruction.
+ */
+function unmatched(x: readonly string[], y: readonly string[]): [string[], string[]] | null {
+  const ax = new Set(askingWords(x));
+  const ay = new Set(askingWords(y));
+  const restX = [...ax].filter((w) => !ay.has(w));
+  const restY = [...ay].filter((w) => !ax.has(w));
+  if (restX.length > ASKED_WORDS || restY.length > ASKED_WORDS) return null;
+  return [restX.filter((w) => !restY.some((v) => askSame(w, v))), restY.filter((w) => !restX.some((v) => askSame(w, v)))];
+}
+
+/**
+ * Whether two instructions ask for the same in other words: no word of either asks for something
+ * that no word of the other asks for too (`unmatched`): "Summarize this" / "Give me a summary of
+ * this", "in one sentence" / "in a single sentence", "Fix" / "Correct".
+ */
+export function askedAlike(x: readonly string[], y: readonly string[]): boolean {
+  const only = unmatched(x, y);
+  return only !== null && only[0].length === 0 && only[1].length === 0;
+}
+
+/**
+ * The words of each of two instructions that ask for something no word of the other asks for
+ * (`unmatched`), or null when one of them has none: the other asks for no other thing, only more
+ * ("Find the bug" / "Find the bug in this code"). One number with or without separators ("1,204" /
+ * "1204") is no other thing.
+ */
+export function otherAsked(x: readonly string[], y: readonly string[]): [string[], string[]] | null {
+  const only = unmatched(x, y);
+  if (only === null || only[0].length === 0 || only[1].length === 0) return null;
+  const digits = (words: readonly string[]) => words.filter(isNumber).join('');
+  if (only[0].every(isNumber) && only[1].every(isNumber) && digits(x) === digits(y)) return null;
+  return only;
+}
+
+const isNumber = (w: string): boolean => /^\d+$/.test(w);
+
+/**
+ * What two prompts that carry the same passage (a text, a review, code: `PASSAGE_WORDS` words or
+ * more, after a line break or a colon in both, or before one) say besides it, where they differ in
+ * a short stretch (up to `INSTRUCTION_WORDS` words on each side): the instructions around the
+ * passage. Null otherwise, and when either is put as a question ("What is the population of
+ * Tokyo?\nhow has it changed" / "How many people live in Tokyo?\nhow has it changed", a follow-up
+ * read after the same turn: "when was it discovered" / "discovery year of the stone"), which is
+ * reworded more freely than an instruction and is the other checks' and the model's to read, or
+ * opens as a statement.
+ */
+function instructionsAround(a: TextInfo, b: TextInfo): [string[], string[]] | null {
+  const x = a.words;
+  const y = b.words;
+  const [start, end] = sharedEnds(x, y);
+  let found: [string[], string[]] | null = null;
+  // The instructions before the passage, from the first place where both break (the longest passage).
+  for (let k = end; k >= PASSAGE_WORDS; k--) {
+    if (a.breaks.has(x.length - k) && b.breaks.has(y.length - k)) {
+      if (x.length - k - start <= INSTRUCTION_WORDS && y.length - k - start <= INSTRUCTION_WORDS)
+        found = [x.slice(0, x.length - k), y.slice(0, y.length - k)];
+      break;
+    }
+  }
+  // Or after it.
+  if (found === null) {
+    for (let k = start; k >= PASSAGE_WORDS; k--) {
+      if (a.breaks.has(k) && b.breaks.has(k)) {
+        if (x.length - k - end <= INSTRUCTION_WORDS && y.length - k - end <= INSTRUCTION_WORDS) found = [x.slice(k), y.slice(k)];
+        break;
+      }
+    }
+  }
+  if (found === null) return null;
+  // A statement about something ("The guides are organized into six sections: …"), and questions.
+  const [x0, y0] = found;
+  return STATING.has(bare(x0[0] ?? '')) || STATING.has(bare(y0[0] ?? '')) || putAsAQuestion(x0) || putAsAQuestion(y0) ? null : found;
+}
+
+/** Requests put as questions: "can you …", "could you …". */
+const REQUESTING = new Set(['can', 'could', 'would', 'will']);
+
+/**
+ * Whether words open a question (a question word or an auxiliary verb: "how many chambers does it
+ * have", "is it safe"), not a request put as one ("can you find the bug").
+ */
+function putAsAQuestion(words: readonly string[]): boolean {
+  const first = bare(words[0] ?? '');
+  return opensQuestion(first) && !(REQUESTING.has(first) && words[1] === 'you');
+}
+
+/**
+ * Two prompts that carry the same passage with instructions around it that ask for different
+ * things (`instructionsAround`, `otherAsked`): each instruction has a word that asks for something
+ * and that no word of the other asks for too: "Classify the sentiment: T" / "Classify the topic:
+ * T", "Rewrite in passive voice: T" / "Rewrite in future tense: T", "T\n\nFind the bug" /
+ * "T\n\nAdd comments". The passage outweighs the instruction in the vectors, so the first stage
+ * served such pairs at 0.87 to 0.98. The same instruction reworded ("Summarize this:" / "Give me a
+ * summary of this:", "Translate into French:" / "Translate to French:", "Fix the grammar:" /
+ * "Correct the grammar:") leaves no such word on both sides, nor does an instruction that only adds
+ * to the other ("Find the bug" / "Find the bug in this code"): those are left to the model.
+ */
+export function otherInstruction(a: TextInfo, b: TextInfo): string | null {
+  if (a.breaks.size === 0 || b.breaks.size === 0) return null;
+  const found = instructionsAround(a, b);
+  const other = found && otherAsked(...found);
+  return other ? `instruction: ${other[0].join(' ')}/${other[1].join(' ')}` : null;
 }

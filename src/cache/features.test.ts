@@ -62,6 +62,26 @@ describe('aroundShared', () => {
     assert.equal(around('Who signed the Treaty of Westphalia?', 'When was the Treaty of Westphalia signed?'), null);
     assert.equal(around('', ''), null);
   });
+
+  test('the same instruction in other words is nothing to judge apart; another one still is', () => {
+    for (const [a, b] of [
+      ['Summarize this:', 'Give me a summary of this:'],
+      ['Fix the grammar:', 'Correct the grammar:'],
+      ['Summarize in one sentence:', 'Summarize in a single sentence:'],
+      ['Translate into French:', 'Translate to French:'],
+      ['Shorten this:', 'Make this shorter:'],
+    ]) {
+      assert.equal(around(`${a} ${P}`, `${b} ${P}`), null, `${a} / ${b}`);
+      assert.equal(around(`${b} ${P}`, `${a} ${P}`), null, `${b} / ${a}`);
+    }
+    assert.deepEqual(around(`Classify the sentiment: ${P}`, `Classify the topic: ${P}`), { a: 'sentiment', b: 'topic' });
+    assert.deepEqual(around(`Summarize in one sentence: ${P}`, `Summarize in three bullet points: ${P}`), {
+      a: 'one sentence',
+      b: 'three bullet points',
+    });
+    // Other question words: other questions, however alike their other words.
+    assert.deepEqual(around(`${P}\nWhat did it end?`, `${P}\nHow did it end?`), { a: 'what', b: 'how' });
+  });
 });
 
 describe('putAsQuestion', () => {

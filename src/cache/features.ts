@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { numberWordsAsDigits, quantitiesOf } from './contrast.ts';
+import { askedAlike, numberWordsAsDigits, quantitiesOf } from './contrast.ts';
 
 /**
  * Cheap pair features for the hit decision: how two texts differ beyond the cosine of their
@@ -194,6 +194,12 @@ export interface TextInfo {
    */
   quoted: string;
   unquoted: string;
+  /**
+   * Where the text breaks between parts that can be an instruction and what it is about: the
+   * indices in `words` of the words after a line break or a colon ("Classify the topic: T",
+   * "T\n\nFind the bug"). Empty for a text over `FEATURE_CHARS`.
+   */
+  breaks: Set<number>;
 }
 
 /** A capital that says nothing of a name: a sentence's first letter, or the pronoun "I" ("I'm"). */
@@ -411,7 +417,27 @@ export function analyse(text: string): TextInfo {
     lowerCase,
     sentenceCase,
     ...quotesOf(text),
+    breaks: long ? new Set() : breaksOf(text),
   };
+}
+
+/** A line break, or a colon before a space (not "3:00", not "https://"). */
+const BREAK = /\n|:\s/;
+
+/** `TextInfo.breaks`: a line break or a colon between two words. */
+function breaksOf(text: string): Set<number> {
+  const breaks = new Set<number>();
+  if (!/[:\n]/.test(text)) return breaks;
+  // The words as `words` reads them: of the text in lower case.
+  const lower = text.toLowerCase();
+  let i = 0;
+  let after = 0;
+  for (const m of lower.matchAll(WORD)) {
+    if (i > 0 && BREAK.test(lower.slice(after, m.index))) breaks.add(i);
+    after = m.index + m[0].length;
+    i++;
+  }
+  return breaks;
 }
 
 /** A quoted word or passage: "…", “…”, «…», `…`, or '…' and ‘…’ after a space or at the start. */
@@ -486,9 +512,13 @@ export function aroundShared(a: TextInfo, b: TextInfo): { a: string; b: string }
   // Question words and negations count: "… Who signed it?" and "… When was it signed?", "… Is it
   // safe?" and "… Is it not safe?" differ around the passage.
   const meaning = (words: string[]) => new Set(words.filter((w) => !STOP.has(w) || QUESTION_WORDS.has(w) || NEGATIONS.has(w)).map(stem));
-  const ma = meaning(restA);
-  const mb = meaning(restB);
-  if (ma.size === mb.size && [...ma].every((w) => mb.has(w))) return null;
+  const same = (x: Set<string>, y: Set<string>) => x.size === y.size && [...x].every((w) => y.has(w));
+  if (same(meaning(restA), meaning(restB))) return null;
+  // The same asked in other words, with the same question words: "Summarize this:" / "Give me a
+  // summary of this:", "Summarize in one sentence:" / "… in a single sentence:", "Fix the grammar:" /
+  // "Correct the grammar:". Scored alone, such bare fragments read as other requests (0.001 to 0.13).
+  const asking = (words: string[]) => new Set(words.filter((w) => QUESTION_WORDS.has(w)));
+  if (same(asking(restA), asking(restB)) && askedAlike(restA, restB)) return null;
   // What differs is judged on its first 2,000 characters: a question or an instruction, not a
   // second document.
   return { a: restA.join(' ').slice(0, 2000), b: restB.join(' ').slice(0, 2000) };
@@ -607,7 +637,7 @@ interface Run {
 }
 
 /** A crude stem so that plurals and simple inflections compare equal. */
-function stem(w: string): string {
+export function stem(w: string): string {
   if (w.length > 4 && w.endsWith('ies')) return `${w.slice(0, -3)}y`;
   if (w.length > 4 && w.endsWith('ing')) return w.slice(0, -3);
   if (w.length > 3 && w.endsWith('ed')) return w.slice(0, -2);

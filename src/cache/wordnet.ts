@@ -141,3 +141,25 @@ export function kinWords(x: string, y: string, antonymsIn: readonly Pos[] = POS)
   }
   return found;
 }
+
+/**
+ * Whether two words, in lower case, share a sense in WordNet in any part of speech, as written or
+ * as the lemmas their endings may stand for: "one" / "single", "mistake" / "error", "brief" /
+ * "short". Only lemmas of the table (`loadKin`) are known; any other word shares nothing.
+ */
+export function sameSense(x: string, y: string): boolean {
+  if (x === y) return true;
+  for (const pos of POS) {
+    for (const lx of forms(x, pos)) {
+      const kx = kinOf(lx, pos);
+      if (kx === null) continue;
+      for (const p of POS) {
+        for (const ly of forms(y, p)) {
+          const ky = kinOf(ly, p);
+          if (ky !== null && meets(kx.all, ky.all)) return true;
+        }
+      }
+    }
+  }
+  return false;
+}

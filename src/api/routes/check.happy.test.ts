@@ -363,6 +363,41 @@ describe('POST /api/v1/check', () => {
     }
   });
 
+  test('the same text with another instruction before or after it is a miss; the same instruction reworded hits', async () => {
+    const review = 'The battery died after two days and support never answered my emails.';
+    const code = 'def average(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs) - 1';
+    // Longer than the shared passage of 30 words that is judged apart by its own score.
+    const article =
+      'The city council voted on Tuesday to expand the bike lane network across the downtown area, adding twelve miles of ' +
+      'protected lanes over the next three years. Supporters said the plan would cut traffic deaths, while several shop ' +
+      'owners worried that losing parking spaces would drive customers away.';
+    const check = async (stored: string, query: string) => {
+      const namespace = `instruction-${Math.random()}`;
+      await t.post('/api/v1/store', { messages: [user(stored)], answer: 'cached', model: 'gpt-4o', namespace }, key);
+      return (await t.post('/api/v1/check', { messages: [user(query)], namespace }, key)).json();
+    };
+    for (const [a, b] of [
+      [`Classify the sentiment: ${review}`, `Classify the topic: ${review}`],
+      [`Rewrite in passive voice: ${review}`, `Rewrite in future tense: ${review}`],
+      [`Summarize in one sentence: ${review}`, `Summarize in three bullet points: ${review}`],
+      [`${code}\n\nFind the bug`, `${code}\n\nAdd comments`],
+    ] as const) {
+      assert.equal((await check(a, b)).cache_hit, false, `${a} / ${b}`);
+      assert.equal((await check(b, a)).cache_hit, false, `${b} / ${a}`);
+    }
+    for (const [a, b] of [
+      [`Summarize this: ${review}`, `Give me a summary of this: ${review}`],
+      [`Summarize this: ${article}`, `Give me a summary of this: ${article}`],
+      [`Fix the grammar: ${article}`, `Correct the grammar: ${article}`],
+      [`Translate into French: ${article}`, `Translate to French: ${article}`],
+    ] as const) {
+      const there = await check(a, b);
+      assert.equal(there.answer, 'cached', `${a} / ${b}: ${JSON.stringify(there)}`);
+      const back = await check(b, a);
+      assert.equal(back.answer, 'cached', `${b} / ${a}: ${JSON.stringify(back)}`);
+    }
+  });
+
   test('a template edited here and there with another request inside is a miss; with the same request it hits', async () => {
     // Edited at its start and its end: no long passage is shared at the start and end together.
     const template = (tutor: string, problem: string, thanks: string) =>
