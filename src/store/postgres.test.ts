@@ -104,6 +104,28 @@ describe('PostgreSQL store beside other writers: key lookups and the change log'
     assert.ok(await eventually(async () => (await store.findKeyByHash(hash))?.account.plan === 'pro'));
   });
 
+  test("an account deleted by another node: its key is refused once announced, and its entries' deletion is in the change log", async () => {
+    const { hash } = await rememberedKey('deleted-elsewhere');
+    const account = await store.getAccountByName('deleted-elsewhere');
+    assert.ok(account);
+    const puts = [
+      await store.putEntry(entry(account.id, { contextHash: 'c1' })),
+      await store.putEntry(entry(account.id, { contextHash: 'c2' })),
+    ];
+    const before = await store.lastChange();
+    const second = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+    try {
+      assert.equal((await second.deleteAccount(account.id))?.entries, 2);
+    } finally {
+      await second.close();
+    }
+    assert.ok(await eventually(async () => (await store.findKeyByHash(hash)) === null));
+    assert.deepEqual(
+      (await store.changesSince(before)).map((c) => [c.op, c.entryId, c.accountId, c.contextHash, c.vector]),
+      puts.map((p) => ['delete', p.id, account.id, p.contextHash, null]),
+    );
+  });
+
   test('a key revoked through this store is refused at once', async () => {
     const { hash, id } = await rememberedKey('revoked-here');
     await store.revokeKey(id);
