@@ -259,28 +259,36 @@ async function deleteAccount(config: Config, args: string[], out: Out, err: Out)
   if (ask && !process.stdin.isTTY) {
     throw new UsageError(`accounts delete ${name}: pass --yes to delete it and all its data (stdin is not a terminal to confirm at)`);
   }
-  // As for a password, the store is not held open while the operator types.
-  const known = await withStore(config, async (store) => {
+  const remove = async (store: Store, id: string) => {
+    const done = await store.deleteAccount(id);
+    if (!done) throw new CommandError(`no account named ${name}`);
+    return done;
+  };
+  const find = async (store: Store) => {
     const account = await store.getAccountByName(name);
     if (!account) throw new CommandError(`no account named ${name}`);
-    if (!ask) return { account, keys: 0, entries: 0 };
-    const keys = (await store.listKeys(account.id)).length;
-    const entries = (await store.listEntries(account.id, { page: 1, perPage: 1 })).total;
-    return { account, keys, entries };
-  });
+    return account;
+  };
+  let deleted;
   if (ask) {
+    // As for a password, the store is not held open while the operator types.
+    const known = await withStore(config, async (store) => {
+      const account = await find(store);
+      const keys = (await store.listKeys(account.id)).length;
+      const entries = (await store.listEntries(account.id, { page: 1, perPage: 1 })).total;
+      return { account, keys, entries };
+    });
     err(
       `This deletes account ${name} (plan ${known.account.plan}) and all its data for good: ${count(known.keys, 'key')}, ` +
         `${count(known.entries, 'cached entry', 'cached entries')}, its usage and its dashboard sessions.`,
     );
     const typed = await readLine(`Type the account's name to confirm: `);
     if (typed.trim() !== name) throw new CommandError('the name typed differs; nothing was deleted');
+    // The account confirmed, not one made under its name since.
+    deleted = await withStore(config, (store) => remove(store, known.account.id));
+  } else {
+    deleted = await withStore(config, async (store) => remove(store, (await find(store)).id));
   }
-  const deleted = await withStore(config, async (store) => {
-    const done = await store.deleteAccount(known.account.id);
-    if (!done) throw new CommandError(`no account named ${name}`);
-    return done;
-  });
   if (values.json) {
     out(
       JSON.stringify({
