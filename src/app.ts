@@ -26,6 +26,7 @@ import { MemoryRateLimiter } from './limits/memory.ts';
 import { limitedAddress } from './util/address.ts';
 import { Metrics } from './api/metrics.ts';
 import { isSqliteUnavailable } from './store/sqlite.ts';
+import { AccountGoneError } from './store/interface.ts';
 
 export type { AppContext } from './api/context.ts';
 
@@ -418,6 +419,8 @@ function isJson(text: string): boolean {
 
 function toApiError(err: FastifyError, request: FastifyRequest): ApiError {
   if (err instanceof ApiError) return err;
+  // A store whose key was good when it came, and whose account was deleted before it was written.
+  if (err instanceof AccountGoneError) return new ApiError('INVALID_API_KEY', 'The API key is invalid, revoked or expired');
   if (err.validation) {
     const route = request.routeOptions.config.route ?? '';
     if (err.validationContext === 'querystring') {

@@ -1,3 +1,4 @@
+import { createInterface } from 'node:readline/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, type Config } from './config.ts';
 import { createKey } from './keys/keys.ts';
@@ -19,7 +20,11 @@ Commands:
   keys list --account NAME [--json]              List an account's keys
   keys revoke KEY_ID                             Revoke a key; the API rejects it at once
   accounts list [--json]                         List accounts
+  accounts set-plan NAME PLAN                    Change the plan of an account (all its keys); running servers apply it at once
   accounts set-password NAME [--password-stdin]  Set the dashboard password of an account (asked for, or read from stdin)
+  accounts delete NAME [--yes] [--json]          Delete an account and all its data for good: keys, dashboard sessions,
+                                                 cached entries, usage. Asks for the name again at a terminal;
+                                                 elsewhere (a script) it needs --yes
   help                                           Show this help (as does --help after any command)
 
 Configuration comes from the environment (see README): REPRISE_DATA_DIR, HOST, PORT, ...`;
@@ -59,6 +64,14 @@ async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>, er
   }
 }
 
+/** What is said of a plan the configuration does not define. */
+function unknownPlan(config: Config, plan: string): string {
+  return `unknown plan ${plan}; known plans: ${Object.keys(config.plans).join(', ')}`;
+}
+
+/** `n` and the noun, plural unless n is 1. */
+const count = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
 function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
   return rows
@@ -85,9 +98,7 @@ async function keysCommand(config: Config, args: string[], out: Out, err: Out): 
       if (!name) throw new UsageError('keys create needs --account NAME');
       if (!/^[\w.@-]{1,100}$/.test(name)) throw new UsageError('--account: use 1-100 letters, digits, and . _ - @');
       const plan = values.plan;
-      if (plan !== undefined && !Object.hasOwn(config.plans, plan)) {
-        throw new UsageError(`--plan: unknown plan ${plan}; known plans: ${Object.keys(config.plans).join(', ')}`);
-      }
+      if (plan !== undefined && !Object.hasOwn(config.plans, plan)) throw new UsageError(`--plan: ${unknownPlan(config, plan)}`);
       if (values.name !== undefined && !/^[^\p{Cc}]{1,100}$/u.test(values.name)) {
         throw new UsageError('--name: use 1-100 characters, without control characters');
       }
@@ -212,8 +223,110 @@ async function readPassword(prompt: string, fromStdin: boolean): Promise<string>
   });
 }
 
-async function accountsCommand(config: Config, args: string[], out: Out): Promise<void> {
+/**
+ * Reads a line typed at the terminal, echoed; Ctrl-C or the end of input cancels (`CommandError`).
+ */
+async function readLine(prompt: string): Promise<string> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+  const cancel = new AbortController();
+  rl.on('SIGINT', () => cancel.abort());
+  rl.on('close', () => cancel.abort());
+  try {
+    return await rl.question(prompt, { signal: cancel.signal });
+  } catch {
+    process.stderr.write('\n');
+    throw new CommandError('cancelled; nothing was deleted');
+  } finally {
+    rl.close();
+  }
+}
+
+/**
+ * Deletes an account and all its data. At a terminal the name is typed again to confirm; where
+ * nobody can be asked (stdin not a terminal: a script, a pipe) `--yes` is required, so that a
+ * script never deletes an account without saying so.
+ */
+async function deleteAccount(config: Config, args: string[], out: Out, err: Out): Promise<void> {
+  const { values, positionals } = parse(
+    'accounts delete',
+    args,
+    { yes: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
+    1,
+  );
+  const name = positionals[0];
+  if (!name) throw new UsageError('accounts delete needs NAME');
+  const ask = !values.yes;
+  if (ask && !process.stdin.isTTY) {
+    throw new UsageError(`accounts delete ${name}: pass --yes to delete it and all its data (stdin is not a terminal to confirm at)`);
+  }
+  const remove = async (store: Store, id: string) => {
+    const done = await store.deleteAccount(id);
+    if (!done) throw new CommandError(`no account named ${name}`);
+    return done;
+  };
+  const find = async (store: Store) => {
+    const account = await store.getAccountByName(name);
+    if (!account) throw new CommandError(`no account named ${name}`);
+    return account;
+  };
+  let deleted;
+  if (ask) {
+    // As for a password, the store is not held open while the operator types.
+    const known = await withStore(config, async (store) => {
+      const account = await find(store);
+      const keys = (await store.listKeys(account.id)).length;
+      const entries = (await store.listEntries(account.id, { page: 1, perPage: 1 })).total;
+      return { account, keys, entries };
+    });
+    err(
+      `This deletes account ${name} (plan ${known.account.plan}) and all its data for good: ${count(known.keys, 'key')}, ` +
+        `${count(known.entries, 'cached entry', 'cached entries')}, its usage and its dashboard sessions.`,
+    );
+    const typed = await readLine(`Type the account's name to confirm: `);
+    if (typed.trim() !== name) throw new CommandError('the name typed differs; nothing was deleted');
+    // The account confirmed, not one made under its name since.
+    deleted = await withStore(config, (store) => remove(store, known.account.id));
+  } else {
+    deleted = await withStore(config, async (store) => remove(store, (await find(store)).id));
+  }
+  if (values.json) {
+    out(
+      JSON.stringify({
+        account: deleted.account.name,
+        id: deleted.account.id,
+        deleted: { keys: deleted.keys, entries: deleted.entries, usage_buckets: deleted.usageBuckets, sessions: deleted.sessions },
+      }),
+    );
+    return;
+  }
+  out(
+    `Deleted account ${name} (${deleted.account.id}): ${count(deleted.keys, 'key')}, ` +
+      `${count(deleted.entries, 'cached entry', 'cached entries')}, ${count(deleted.usageBuckets, 'hour')} of usage, ` +
+      `${count(deleted.sessions, 'dashboard session')}. Its keys are refused at once.`,
+  );
+}
+
+async function setPlan(config: Config, args: string[], out: Out): Promise<void> {
+  const { positionals } = parse('accounts set-plan', args, {}, 2);
+  const [name, plan] = positionals;
+  if (!name || !plan) throw new UsageError('accounts set-plan needs NAME and PLAN');
+  if (!Object.hasOwn(config.plans, plan)) throw new UsageError(`accounts set-plan: ${unknownPlan(config, plan)}`);
+  const before = await withStore(config, async (store) => {
+    const account = await store.getAccountByName(name);
+    if (!account) throw new CommandError(`no account named ${name}`);
+    if (account.plan !== plan && !(await store.updateAccount(account.id, { plan }))) throw new CommandError(`no account named ${name}`);
+    return account.plan;
+  });
+  const limits = config.plans[plan];
+  const shown = limits?.unlimited ? 'counted, never refused' : `${limits?.requestsPerMinute} requests/minute, burst ${limits?.burst}`;
+  if (before === plan) out(`Account ${name} is on plan ${plan} already (${shown}).`);
+  else out(`Account ${name}: plan ${before} → ${plan} (${shown}), for all its keys.`);
+}
+
+async function accountsCommand(config: Config, args: string[], out: Out, err: Out): Promise<void> {
   const [sub, ...rest] = args;
+  if (sub === 'delete') return deleteAccount(config, rest, out, err);
+  if (sub === 'set-plan') return setPlan(config, rest, out);
   if (sub === 'set-password') {
     const { values, positionals } = parse('accounts set-password', rest, { 'password-stdin': { type: 'boolean', default: false } }, 1);
     const name = positionals[0];
@@ -237,7 +350,7 @@ async function accountsCommand(config: Config, args: string[], out: Out): Promis
     out(`Password set for ${name}; its dashboard sessions are signed out. Sign in at /dashboard.`);
     return;
   }
-  if (sub !== 'list') throw new UsageError(`unknown accounts command ${sub ?? ''}; use list or set-password`);
+  if (sub !== 'list') throw new UsageError(`unknown accounts command ${sub ?? ''}; use list, set-plan, set-password or delete`);
   const { values } = parse('accounts list', rest, { json: { type: 'boolean', default: false } });
   const accounts = await withStore(config, (store) => store.listAccounts());
   if (values.json) {
@@ -272,7 +385,7 @@ export async function runCli(argv: string[], out: Out = console.log, err: Out = 
         await keysCommand(loadConfig(), args, out, err);
         return 0;
       case 'accounts':
-        await accountsCommand(loadConfig(), args, out);
+        await accountsCommand(loadConfig(), args, out, err);
         return 0;
       case 'help':
       case '--help':

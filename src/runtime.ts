@@ -256,6 +256,28 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       .forgetRemovedVectors(snapshot.store.vectorSeq())
       .catch((err: unknown) => opts.log?.warn({ err }, 'the list of removed vectors could not be emptied; it is at the next start'));
   }
+  // Accounts deleted with the CLI leave the index (see `forgetDeletedAccounts`). Those of the
+  // embedded store are deleted by another process: the server looks when another connection has
+  // committed (read each second), and before it saves a snapshot; and here, for those deleted while
+  // it was stopped, which the snapshot still holds.
+  const forgetDeleted = async (): Promise<void> => {
+    try {
+      const vectors = await cache.forgetDeletedAccounts();
+      if (vectors > 0) opts.log?.info({ vectors }, 'the vectors of deleted accounts are out of the semantic index');
+    } catch (err) {
+      opts.log?.warn({ err }, 'looking for deleted accounts in the semantic index failed; it is tried again at the next change');
+    }
+  };
+  let accountWatch: NodeJS.Timeout | null = null;
+  if (snapshot) {
+    snapshot.store.committedElsewhere();
+    if (index.size > 0) await forgetDeleted();
+    accountWatch = setInterval(() => {
+      if (snapshot.store.committedElsewhere()) void forgetDeleted();
+    }, 1000);
+    accountWatch.unref();
+  }
+  // What the snapshot brought, less the vectors of accounts deleted since it was saved.
   const vectorsFromSnapshot = index.size;
   // The rest of the index is loaded while requests are answered (exact hits and stores; semantic
   // checks are misses until it is whole), so a node rebuilding a large index after a crash, or
@@ -284,6 +306,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       },
       (err: unknown) => opts.log?.warn({ err }, 'loading the semantic index stopped; semantic checks are misses until the next start'),
     );
+  // Vectors read while the index loaded may be of an account deleted meanwhile.
+  if (snapshot) void indexLoaded.then(() => (background.signal.aborted ? undefined : forgetDeleted()));
   usage.start();
   // Vectors made from an older form of their texts are made again in the background (by one node
   // of a cluster at a time), once the index is loaded; until then they are searched as they are.
@@ -376,6 +400,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     },
     async close() {
       clearInterval(sweeper);
+      if (accountWatch) clearInterval(accountWatch);
       background.abort();
       await indexLoaded;
       // Runs started meanwhile are chained on it.
@@ -390,6 +415,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       // Last, after the counters are safe: a large index takes a while to write.
       // An index not loaded whole is not saved: the next start would take it for all there is.
       if (snapshot && cache.indexReady) {
+        await forgetDeleted();
         // Written to the database once the snapshot is whole on disk: a crash between the two
         // leaves them unmatched, and the index is rebuilt from the database.
         const token = randomUUID();

@@ -134,3 +134,8 @@ export function followUpOf(messages: readonly Message[]): { previous: string | n
 export function partitionOf(accountId: string, contextHash: string): string {
   return `${accountId}:${contextHash}`;
 }
+
+/** The account of a partition (`partitionOf`): account ids hold no colon. */
+export function accountOfPartition(partition: string): string {
+  return partition.slice(0, partition.indexOf(':'));
+}

@@ -15,7 +15,16 @@ import type {
 } from '../store/interface.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
-import { contextHashOf, followUpOf, partitionOf, repliesOf, sameReplies, semanticKey, type SemanticKey } from './context.ts';
+import {
+  accountOfPartition,
+  contextHashOf,
+  followUpOf,
+  partitionOf,
+  repliesOf,
+  sameReplies,
+  semanticKey,
+  type SemanticKey,
+} from './context.ts';
 import { formatUsd, type Pricing } from './pricing.ts';
 import { dot, mayRival, type HitScorer, type Side } from './scorer.ts';
 import { embedText, embedTurns, formPrefix, ofEmbedder, pendingId, vectorId } from './text-form.ts';
@@ -809,6 +818,26 @@ export class CacheService {
     if (!gone) return false;
     this.unindex(partitionOf(account.id, gone.contextHash), gone.id);
     return true;
+  }
+
+  /**
+   * Drops from the index the vectors of accounts that are gone (`reprise accounts delete`; on the
+   * embedded store, run by another process, which has no way to reach this index). Their entries
+   * are gone, so they are never served; kept, they would take memory for good and be saved in the
+   * index snapshot at shutdown. Returns how many vectors were dropped.
+   */
+  async forgetDeletedAccounts(): Promise<number> {
+    const index = this.deps.index;
+    // Accounts held before the read: one made since (a store into it meanwhile) is not taken for gone.
+    const held = new Set(index.partitions().map(accountOfPartition));
+    if (held.size === 0) return 0;
+    const live = new Set((await this.deps.store.listAccounts()).map((a) => a.id));
+    const before = index.size;
+    for (const partition of index.partitions()) {
+      const account = accountOfPartition(partition);
+      if (held.has(account) && !live.has(account)) index.drop(partition);
+    }
+    return before - index.size;
   }
 
   /**

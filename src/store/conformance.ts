@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { NewEntry, Store } from './interface.ts';
+import { AccountGoneError, type NewEntry, type Store } from './interface.ts';
 
 /** A new entry of `accountId` with test values, changed by `over`. */
 export const entry = (accountId: string, over: Partial<NewEntry> = {}): NewEntry => ({
@@ -350,6 +350,68 @@ export function storeConformance(
       assert.equal(await store.getPasswordHash(a.id), 'new-hash');
       assert.equal(await store.getSession(sa.tokenHash, now.toISOString()), null);
       assert.deepEqual(await store.getSession(sb.tokenHash, now.toISOString()), sb);
+    });
+
+    test('deleting an account removes its keys, sessions, entries and usage for good, and nothing of another account', async () => {
+      const gone = await store.createAccount('conf-delete', 'pro');
+      const kept = await store.createAccount('conf-delete-kept', 'pro');
+      const now = new Date();
+      const live = { createdAt: now.toISOString(), expiresAt: new Date(now.getTime() + 60_000).toISOString(), csrfToken: 'c' };
+      const bucket = '2030-01-01T10:00:00.000Z';
+      const setUp = async (accountId: string) => {
+        const hash = `hash-${Math.random()}`;
+        await store.createKey({ accountId, name: null, prefix: 'rp_live_x', secretHash: hash });
+        const session = { ...live, tokenHash: `t-${Math.random()}`, accountId };
+        await store.createSession(session);
+        // The same conversation in both accounts: one entry each.
+        const put = await store.putEntry(entry(accountId, { exactHash: 'shared', answer: `answer of ${accountId}` }));
+        await store.putEntry(entry(accountId));
+        await store.addUsage([
+          { accountId, bucket, requests: 2, exactHits: 1, semanticHits: 0, lookupMsTotal: 1, tokensSaved: 1, costSaved: 0, stores: 1 },
+        ]);
+        return { hash, session, put };
+      };
+      const a = await setUp(gone.id);
+      const b = await setUp(kept.id);
+      const deleted = await store.deleteAccount(gone.id);
+      assert.deepEqual(deleted, { account: gone, keys: 1, sessions: 1, entries: 2, usageBuckets: 1 });
+      assert.equal(await store.getAccount(gone.id), null);
+      assert.equal(await store.getAccountByName('conf-delete'), null);
+      assert.ok(!(await store.listAccounts()).some((x) => x.id === gone.id));
+      assert.equal(await store.findKeyByHash(a.hash), null);
+      assert.deepEqual(await store.listKeys(gone.id), []);
+      assert.equal(await store.getSession(a.session.tokenHash, now.toISOString()), null);
+      assert.equal(await store.getEntryByHash(gone.id, 'shared'), null);
+      assert.deepEqual(await store.getEntries([a.put.id]), []);
+      assert.equal((await store.listEntries(gone.id, { page: 1, perPage: 10 })).total, 0);
+      assert.ok(!(await store.scanVectors(0, 100_000)).some((r) => r.accountId === gone.id));
+      assert.deepEqual(await store.getUsage(gone.id, {}), []);
+      // The other account keeps all it had.
+      assert.equal((await store.findKeyByHash(b.hash))?.account.id, kept.id);
+      assert.deepEqual(await store.getSession(b.session.tokenHash, now.toISOString()), b.session);
+      assert.equal((await store.getEntryByHash(kept.id, 'shared'))?.answer, `answer of ${kept.id}`);
+      assert.equal((await store.listEntries(kept.id, { page: 1, perPage: 10 })).total, 2);
+      assert.equal((await store.getUsage(kept.id, {}))[0]?.requests, 2);
+      // Done once.
+      assert.equal(await store.deleteAccount(gone.id), null);
+      // Counts of requests let in before the deletion, written after it, do not bring its usage
+      // back; a store under way is refused, and another account's store of the same batch is kept.
+      const row = { bucket, requests: 1, exactHits: 0, semanticHits: 0, lookupMsTotal: 1, tokensSaved: 0, costSaved: 0, stores: 0 };
+      await store.addUsage([
+        { ...row, accountId: gone.id },
+        { ...row, accountId: kept.id },
+      ]);
+      assert.deepEqual(await store.getUsage(gone.id, {}), []);
+      assert.equal((await store.getUsage(kept.id, {}))[0]?.requests, 3);
+      const [late, other] = await Promise.allSettled([
+        store.putEntry(entry(gone.id)),
+        store.putEntry(entry(kept.id, { exactHash: 'late' })),
+      ]);
+      assert.equal(late.status, 'rejected');
+      assert.ok(late.status === 'rejected' && late.reason instanceof AccountGoneError, String(late.status === 'rejected' && late.reason));
+      assert.equal(other.status, 'fulfilled');
+      assert.equal((await store.listEntries(gone.id, { page: 1, perPage: 10 })).total, 0);
+      assert.equal((await store.getEntryByHash(kept.id, 'late'))?.answer, 'a');
     });
 
     test('usage adds up per account and hour bucket, within a period', async () => {

@@ -169,6 +169,30 @@ export interface HitDelta {
   createdAt: string;
 }
 
+/** What deleting an account removed with it (`deleteAccount`). */
+export interface AccountDeletion {
+  account: Account;
+  keys: number;
+  sessions: number;
+  entries: number;
+  /** Hourly usage buckets. */
+  usageBuckets: number;
+}
+
+/**
+ * A write for an account deleted meanwhile (a store whose request was let in before the deletion
+ * committed): nothing was written. Answered as its key is now: 401 `INVALID_API_KEY`.
+ */
+export class AccountGoneError extends Error {
+  override readonly name = 'AccountGoneError';
+  constructor(
+    readonly accountId: string,
+    options?: ErrorOptions,
+  ) {
+    super(`account ${accountId} was deleted`, options);
+  }
+}
+
 /** Durable state: accounts, keys, entries, usage. Implementations: SQLite, PostgreSQL. */
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
@@ -178,6 +202,13 @@ export interface Store {
   getAccountByName(name: string): Promise<Account | null>;
   listAccounts(): Promise<Account[]>;
   updateAccount(id: string, patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>): Promise<Account | null>;
+  /**
+   * Deletes the account and everything of it for good, in one transaction: its keys, dashboard
+   * sessions, entries (the change log announces them as deleted, where there is one) and usage.
+   * Null when there is no such account. Writes that come for it afterwards (counters of requests
+   * let in before, a store under way) are dropped or refused (`AccountGoneError`), not written.
+   */
+  deleteAccount(id: string): Promise<AccountDeletion | null>;
   /** Sets (or with null removes) the dashboard password and ends the account's sessions. */
   setPassword(accountId: string, passwordHash: string | null): Promise<void>;
   getPasswordHash(accountId: string): Promise<string | null>;
@@ -194,7 +225,8 @@ export interface Store {
 
   /**
    * Writes an entry durably; a second store of the same exact hash in the same account
-   * replaces its answer and keeps its id. Resolves only once the write is on disk.
+   * replaces its answer and keeps its id. Resolves only once the write is on disk. Rejects with
+   * `AccountGoneError` when the account has been deleted.
    */
   putEntry(entry: NewEntry): Promise<Entry>;
   /** The entry stored for this exact hash, without its conversation and vectors. */
@@ -257,7 +289,7 @@ export interface Store {
    */
   alone?<T>(name: string, fn: () => Promise<T>): Promise<T | null>;
 
-  /** Adds counters to hourly buckets (creating them). */
+  /** Adds counters to hourly buckets (creating them); those of an account deleted meanwhile are dropped. */
   addUsage(rows: readonly UsageRow[]): Promise<void>;
 
   createSession(session: Session): Promise<void>;

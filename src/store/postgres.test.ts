@@ -130,6 +130,41 @@ describe('PostgreSQL store beside other writers: key lookups and the change log'
   });
 });
 
+describe('PostgreSQL store: an account deleted by another node', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  let store: PostgresStore;
+  before(async () => {
+    store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+  });
+  after(async () => {
+    await store.close();
+    await drop();
+  });
+
+  test("an account deleted by another node: its key is refused once announced, and its entries' deletion is in the change log", async () => {
+    const account = await store.createAccount('deleted-elsewhere', 'free');
+    const hash = 'hash-deleted-elsewhere';
+    await store.createKey({ accountId: account.id, name: null, prefix: 'rp_x', secretHash: hash });
+    assert.equal((await store.findKeyByHash(hash))?.account.id, account.id);
+    const puts = [
+      await store.putEntry(entry(account.id, { contextHash: 'c1' })),
+      await store.putEntry(entry(account.id, { contextHash: 'c2' })),
+    ];
+    const before = await store.lastChange();
+    const second = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+    try {
+      assert.equal((await second.deleteAccount(account.id))?.entries, 2);
+    } finally {
+      await second.close();
+    }
+    assert.ok(await eventually(async () => (await store.findKeyByHash(hash)) === null));
+    assert.deepEqual(
+      (await store.changesSince(before)).map((c) => [c.op, c.entryId, c.accountId, c.contextHash, c.vector]),
+      puts.map((p) => ['delete', p.id, account.id, p.contextHash, null]),
+    );
+  });
+});
+
 describe('PostgreSQL store written by two nodes at once', { skip: skipReason('DATABASE_URL') }, () => {
   const { schema, drop } = freshSchema();
   let store: PostgresStore;

@@ -2,23 +2,25 @@ import pg from 'pg';
 import { AUTH_CHANNEL, KeyCache } from './pg-key-cache.ts';
 import type { Message } from '../cache/canonical.ts';
 import { bufferToVector, newId, newPublicId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
-import type {
-  Account,
-  ApiKey,
-  DeletedEntry,
-  Entry,
-  EntryHead,
-  EntryListOptions,
-  EntryPage,
-  HitDelta,
-  NewEntry,
-  Session,
-  Store,
-  UsageBucket,
-  UsageQuery,
-  UsageRow,
-  VectorRow,
-  VectorUpdate,
+import {
+  AccountGoneError,
+  type Account,
+  type AccountDeletion,
+  type ApiKey,
+  type DeletedEntry,
+  type Entry,
+  type EntryHead,
+  type EntryListOptions,
+  type EntryPage,
+  type HitDelta,
+  type NewEntry,
+  type Session,
+  type Store,
+  type UsageBucket,
+  type UsageQuery,
+  type UsageRow,
+  type VectorRow,
+  type VectorUpdate,
 } from './interface.ts';
 
 /** A store error caused by the database being unreachable: answered 503, retried by clients. */
@@ -252,8 +254,8 @@ export interface PostgresOptions {
   queryTimeoutMs?: number;
 }
 
-/** Migrations may rewrite large tables: they wait this long for an answer. */
-const MIGRATION_TIMEOUT_MS = 3_600_000;
+/** Migrations and an account's deletion may rewrite large tables: they wait this long for an answer. */
+const LONG_QUERY_TIMEOUT_MS = 3_600_000;
 
 /**
  * The cluster store: PostgreSQL as the source of truth for every node. Writes to entries also
@@ -317,7 +319,7 @@ export class PostgresStore implements Store {
       await client.query({
         text: 'SELECT pg_advisory_xact_lock(hashtext($1))',
         values: [`reprise-migrate:${this.schema}`],
-        query_timeout: MIGRATION_TIMEOUT_MS,
+        query_timeout: LONG_QUERY_TIMEOUT_MS,
       } as pg.QueryConfig);
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.quoted}`);
       await client.query(
@@ -325,7 +327,7 @@ export class PostgresStore implements Store {
       );
       const { rows } = await client.query('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations');
       for (let v = num(rows[0]?.v) + 1; v <= MIGRATIONS.length; v++) {
-        await client.query({ text: MIGRATIONS[v - 1] as string, query_timeout: MIGRATION_TIMEOUT_MS } as pg.QueryConfig);
+        await client.query({ text: MIGRATIONS[v - 1] as string, query_timeout: LONG_QUERY_TIMEOUT_MS } as pg.QueryConfig);
         await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
       }
       await client.query('COMMIT');
@@ -441,6 +443,35 @@ export class PostgresStore implements Store {
     });
   }
 
+  async deleteAccount(id: string): Promise<AccountDeletion | null> {
+    return this.tx(async (c) => {
+      // Locked first: a store or a batch of counters for the account that comes meanwhile waits
+      // for this transaction (its foreign key check, the lock `addUsage` takes), then finds it gone.
+      const { rows } = await c.query('SELECT * FROM accounts WHERE id = $1 FOR UPDATE', [id]);
+      const row = rows[0] as Row | undefined;
+      if (!row) return null;
+      const run = async (sql: string) =>
+        (await c.query({ text: sql, values: [id], query_timeout: LONG_QUERY_TIMEOUT_MS } as pg.QueryConfig)).rowCount ?? 0;
+      const sessions = await run('DELETE FROM sessions WHERE account_id = $1');
+      const keys = await run('DELETE FROM api_keys WHERE account_id = $1');
+      // Each entry deleted is announced in the change log, as any delete is: every node takes its
+      // vector out of its index.
+      const logged = await c.query({
+        text: `WITH gone AS (DELETE FROM entries WHERE account_id = $1 RETURNING id, context_hash),
+                    logged AS (INSERT INTO entry_changes (entry_id, op, account_id, context_hash)
+                               SELECT id, 'delete', $1, context_hash FROM gone ORDER BY id RETURNING seq)
+               SELECT count(*) AS n, max(seq) AS last FROM logged`,
+        values: [id],
+        query_timeout: LONG_QUERY_TIMEOUT_MS,
+      } as pg.QueryConfig);
+      const { n, last } = logged.rows[0] as Row;
+      const usageBuckets = await run('DELETE FROM usage WHERE account_id = $1');
+      await run('DELETE FROM accounts WHERE id = $1');
+      if (num(n) > 0) await c.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, String(last)]);
+      return { account: toAccount(row), keys, sessions, entries: num(n), usageBuckets };
+    });
+  }
+
   async getPasswordHash(accountId: string): Promise<string | null> {
     const rows = await this.q('SELECT password_hash FROM accounts WHERE id = $1', [accountId]);
     return strOrNull(rows[0]?.password_hash);
@@ -510,6 +541,16 @@ export class PostgresStore implements Store {
   }
 
   async putEntry(e: NewEntry): Promise<Entry> {
+    try {
+      return await this.upsertEntry(e);
+    } catch (err) {
+      // A store let in before its account was deleted fails the foreign key check of its account.
+      if ((err as { code?: unknown }).code === '23503') throw new AccountGoneError(e.accountId, { cause: err });
+      throw err;
+    }
+  }
+
+  private async upsertEntry(e: NewEntry): Promise<Entry> {
     return this.tx(async (c) => {
       const { rows } = await c.query(
         `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
@@ -797,9 +838,17 @@ export class PostgresStore implements Store {
   async addUsage(batch: readonly UsageRow[]): Promise<void> {
     if (batch.length === 0) return;
     const rows = inLockOrder(batch, (r) => `${r.accountId}\u0000${r.bucket}`);
+    // Only for accounts that exist, locked against their deletion (`deleteAccount`) until this
+    // commits: counts of requests let in before an account was deleted, written after, would
+    // bring back its usage. The rows are written in the order given.
     await this.counterQuery(
       `INSERT INTO usage (account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::float8[], $7::bigint[], $8::float8[], $9::bigint[])
+       SELECT u.account_id, u.bucket, u.requests, u.exact_hits, u.semantic_hits, u.lookup_ms_total, u.tokens_saved, u.cost_saved, u.stores
+         FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::float8[], $7::bigint[], $8::float8[], $9::bigint[])
+              WITH ORDINALITY AS u(account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores, ord)
+         JOIN accounts a ON a.id = u.account_id
+        ORDER BY u.ord
+          FOR KEY SHARE OF a
        ON CONFLICT (account_id, bucket) DO UPDATE SET
          requests = usage.requests + excluded.requests, exact_hits = usage.exact_hits + excluded.exact_hits,
          semantic_hits = usage.semantic_hits + excluded.semantic_hits, lookup_ms_total = usage.lookup_ms_total + excluded.lookup_ms_total,

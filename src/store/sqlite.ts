@@ -5,25 +5,27 @@ import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
 import { Lru } from '../util/lru.ts';
 import { bufferToVector, newId, newPublicId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
-import type {
-  Account,
-  ApiKey,
-  ChangedVector,
-  DeletedEntry,
-  Entry,
-  EntryHead,
-  EntryListOptions,
-  EntryPage,
-  HitDelta,
-  NewEntry,
-  RemovedVector,
-  Session,
-  Store,
-  UsageBucket,
-  UsageQuery,
-  UsageRow,
-  VectorRow,
-  VectorUpdate,
+import {
+  AccountGoneError,
+  type Account,
+  type AccountDeletion,
+  type ApiKey,
+  type ChangedVector,
+  type DeletedEntry,
+  type Entry,
+  type EntryHead,
+  type EntryListOptions,
+  type EntryPage,
+  type HitDelta,
+  type NewEntry,
+  type RemovedVector,
+  type Session,
+  type Store,
+  type UsageBucket,
+  type UsageQuery,
+  type UsageRow,
+  type VectorRow,
+  type VectorUpdate,
 } from './interface.ts';
 
 const MIGRATIONS: readonly string[] = [
@@ -349,6 +351,8 @@ export class SqliteStore implements Store {
   private readonly entriesByIds = new Map<number, Database.Statement>();
   private seenVersion = -1;
   private lastVersionCheck = -Infinity;
+  /** The data version `committedElsewhere` saw last. */
+  private watchedVersion = -1;
   private readonly synchronous: 'FULL' | 'NORMAL';
 
   constructor(file: string, opts: SqliteOptions = {}) {
@@ -369,6 +373,7 @@ export class SqliteStore implements Store {
       insertAccount: db.prepare('INSERT INTO accounts (id, name, plan, created_at) VALUES (?, ?, ?, ?)'),
       accountById: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE id = ?'),
       accountByName: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE name = ?'),
+      accountExists: db.prepare<[string], number>('SELECT 1 FROM accounts WHERE id = ?').pluck(),
       insertKey: db.prepare('INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)'),
       keyByHash: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE secret_hash = ?'),
       keyById: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ?'),
@@ -422,6 +427,17 @@ export class SqliteStore implements Store {
       this.keyCache.clear();
       this.entryCache.clear();
     }
+  }
+
+  /**
+   * Whether another connection (the CLI, another process) has committed since the last call; true
+   * at the first. For work that follows such a change outside any request (`runtime.ts`).
+   */
+  committedElsewhere(): boolean {
+    const v = this.stmts.dataVersion.get() as number;
+    const changed = v !== this.watchedVersion;
+    this.watchedVersion = v;
+    return changed;
   }
 
   /** Whether the last write failed for want of the database (disk full, read-only, lock held): reads go on. */
@@ -509,6 +525,47 @@ export class SqliteStore implements Store {
       set.immediate();
       this.keyCache.clear();
     });
+  }
+
+  async deleteAccount(id: string): Promise<AccountDeletion | null> {
+    const remove = this.db.transaction((): AccountDeletion | null => {
+      const row = this.stmts.accountById.get(id);
+      if (!row) return null;
+      const run = (sql: string) => this.db.prepare(sql).run(id).changes;
+      const deleted = {
+        account: toAccount(row),
+        sessions: run('DELETE FROM sessions WHERE account_id = ?'),
+        keys: run('DELETE FROM api_keys WHERE account_id = ?'),
+        entries: run('DELETE FROM entries WHERE account_id = ?'),
+        usageBuckets: run('DELETE FROM usage WHERE account_id = ?'),
+      };
+      run('DELETE FROM accounts WHERE id = ?');
+      return deleted;
+    });
+    const deleted = await this.write(() => {
+      // The freed space is overwritten with zeros, so the account's texts do not linger in the
+      // file's free pages (SQLite only unlinks deleted rows otherwise).
+      const secure = this.db.pragma('secure_delete', { simple: true }) as number;
+      this.db.pragma('secure_delete = ON');
+      try {
+        const done = remove.immediate();
+        this.keyCache.clear();
+        this.entryCache.clear();
+        return done;
+      } finally {
+        this.db.pragma(`secure_delete = ${secure}`);
+      }
+    });
+    // The WAL still holds the pages as they were before: copied into the file and emptied now if no
+    // reader holds it (a running server's reads are short); otherwise by SQLite's next checkpoint.
+    if (deleted && deleted.entries > 0) {
+      try {
+        this.db.pragma('wal_checkpoint(TRUNCATE)');
+      } catch {
+        // Busy: SQLite checkpoints it later.
+      }
+    }
+    return deleted;
   }
 
   async getPasswordHash(accountId: string): Promise<string | null> {
@@ -641,7 +698,7 @@ export class SqliteStore implements Store {
       batch = batch.concat(this.pending);
       this.pending = [];
       if (batch.length === 0) return;
-      let results: Entry[];
+      let results: (Entry | AccountGoneError)[];
       try {
         results = this.commitPuts(batch.map((p) => p.entry));
       } catch (err) {
@@ -651,7 +708,11 @@ export class SqliteStore implements Store {
       refused = false;
       const done = batch;
       batch = [];
-      done.forEach((p, i) => p.resolve(results[i] as Entry));
+      done.forEach((p, i) => {
+        const r = results[i] as Entry | AccountGoneError;
+        if (r instanceof AccountGoneError) p.reject(r);
+        else p.resolve(r);
+      });
     };
     const deadline = () => Math.max(...batch.map((p) => p.deadline), ...this.pending.map((p) => p.deadline));
     try {
@@ -662,11 +723,22 @@ export class SqliteStore implements Store {
     }
   }
 
-  private commitPuts(entries: readonly NewEntry[]): Entry[] {
-    const results: Entry[] = [];
+  /**
+   * Writes a batch of stores in one transaction. A store for an account deleted meanwhile (by the
+   * CLI, after its request was let in) is refused on its own: the others of the batch are written.
+   */
+  private commitPuts(entries: readonly NewEntry[]): (Entry | AccountGoneError)[] {
+    const results: (Entry | AccountGoneError)[] = [];
     this.db
       .transaction(() => {
+        const live = new Map<string, boolean>();
         for (const e of entries) {
+          let known = live.get(e.accountId);
+          if (known === undefined) live.set(e.accountId, (known = this.stmts.accountExists.get(e.accountId) !== undefined));
+          if (!known) {
+            results.push(new AccountGoneError(e.accountId));
+            continue;
+          }
           const row = this.stmts.upsertEntry.get(
             e.accountId,
             e.exactHash,
@@ -896,6 +968,9 @@ export class SqliteStore implements Store {
   async addUsage(rows: readonly UsageRow[]): Promise<void> {
     await this.counterTransaction(() => {
       for (const u of rows) {
+        // Counted before its account was deleted (by the CLI, while the counts were in memory):
+        // written, they would bring back usage of an account that is gone.
+        if (this.stmts.accountExists.get(u.accountId) === undefined) continue;
         this.stmts.addUsage.run(
           u.accountId,
           u.bucket,

@@ -53,7 +53,7 @@ class Partition {
 
 /** Exact search by dot product. Right for small partitions. */
 export class BruteForceIndex implements VectorIndex {
-  private readonly partitions = new Map<string, Partition>();
+  private readonly parts = new Map<string, Partition>();
   private count = 0;
 
   constructor(readonly dimensions: number) {}
@@ -64,10 +64,10 @@ export class BruteForceIndex implements VectorIndex {
 
   add(partition: string, id: number, vector: Float32Array): void {
     if (vector.length !== this.dimensions) throw new Error(`vector has ${vector.length} dimensions, expected ${this.dimensions}`);
-    let p = this.partitions.get(partition);
+    let p = this.parts.get(partition);
     if (!p) {
       p = new Partition(this.dimensions);
-      this.partitions.set(partition, p);
+      this.parts.set(partition, p);
     }
     const before = p.ids.length;
     p.add(id, vector);
@@ -79,35 +79,39 @@ export class BruteForceIndex implements VectorIndex {
   }
 
   remove(partition: string, id: number): void {
-    const p = this.partitions.get(partition);
+    const p = this.parts.get(partition);
     if (!p) return;
     const before = p.ids.length;
     p.remove(id);
     this.count -= before - p.ids.length;
-    if (p.ids.length === 0) this.partitions.delete(partition);
+    if (p.ids.length === 0) this.parts.delete(partition);
   }
 
   /** Every partition with its ids and packed vectors (row i of `data` is the vector of ids[i]). */
   *partitionsData(): Generator<{ name: string; ids: readonly number[]; data: Float32Array }> {
-    for (const [name, p] of this.partitions) yield { name, ids: p.ids, data: p.data.subarray(0, p.ids.length * this.dimensions) };
+    for (const [name, p] of this.parts) yield { name, ids: p.ids, data: p.data.subarray(0, p.ids.length * this.dimensions) };
+  }
+
+  partitions(): string[] {
+    return [...this.parts.keys()];
   }
 
   /** Removes a whole partition. */
   drop(partition: string): void {
-    const p = this.partitions.get(partition);
+    const p = this.parts.get(partition);
     if (!p) return;
     this.count -= p.ids.length;
-    this.partitions.delete(partition);
+    this.parts.delete(partition);
   }
 
   /** Ids held in a partition. */
   ids(partition: string): number[] {
-    return [...(this.partitions.get(partition)?.ids ?? [])];
+    return [...(this.parts.get(partition)?.ids ?? [])];
   }
 
   /** One stored vector as a view of the partition's rows: valid until the partition next changes. */
   row(partition: string, id: number): Float32Array | null {
-    const p = this.partitions.get(partition);
+    const p = this.parts.get(partition);
     const at = p?.slot.get(id);
     if (!p || at === undefined) return null;
     return p.data.subarray(at * this.dimensions, (at + 1) * this.dimensions);
@@ -115,14 +119,14 @@ export class BruteForceIndex implements VectorIndex {
 
   /** A copy of one stored vector. */
   vector(partition: string, id: number): Float32Array | null {
-    const p = this.partitions.get(partition);
+    const p = this.parts.get(partition);
     const at = p?.slot.get(id);
     if (!p || at === undefined) return null;
     return p.data.slice(at * this.dimensions, (at + 1) * this.dimensions);
   }
 
   search(partition: string, query: Float32Array, k: number): Neighbour[] {
-    const p = this.partitions.get(partition);
+    const p = this.parts.get(partition);
     const n = Math.min(k, p?.ids.length ?? 0);
     if (!p || n <= 0) return [];
     // usearch's exact scan (SIMD, one thread): about 7 times a JavaScript loop over the same rows.

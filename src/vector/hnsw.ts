@@ -340,6 +340,26 @@ export class HybridIndex implements VectorIndex {
     }
   }
 
+  partitions(): string[] {
+    return [...this.graphs.keys(), ...this.smallCount.keys()];
+  }
+
+  /** Removes a whole partition, ending its graph's build if one is in progress. */
+  drop(partition: string): void {
+    const graph = this.graphs.get(partition);
+    if (graph) {
+      this.count -= graph.size();
+      this.graphs.delete(partition);
+    }
+    if (this.builds.delete(partition)) this.settle();
+    const held = this.smallCount.get(partition);
+    if (held !== undefined) {
+      this.small.drop(partition);
+      this.smallCount.delete(partition);
+      this.count -= held;
+    }
+  }
+
   /** Whether a snapshot of this shape can be loaded into this index. */
   accepts(m: Pick<Manifest, 'dimensions' | 'quantization' | 'm'>): boolean {
     return m.dimensions === this.dimensions && m.quantization === this.quantization && m.m === this.m;

@@ -13,6 +13,10 @@ export interface VectorIndex {
   /** Adds many vectors at once (a bulk load; the load at start adds one at a time, between requests). */
   addMany(items: readonly { partition: string; id: number; vector: Float32Array }[]): void;
   remove(partition: string, id: number): void;
+  /** The partitions that hold vectors. */
+  partitions(): string[];
+  /** Removes a whole partition. */
+  drop(partition: string): void;
   /** Up to `k` nearest vectors of the partition, best first. */
   search(partition: string, query: Float32Array, k: number): Neighbour[];
   /** How the partition is searched now, where the index has more than one way (`HybridIndex`). */

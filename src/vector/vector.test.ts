@@ -90,6 +90,28 @@ for (const [name, make, settle] of [
       assert.equal(index.size, 120);
     });
 
+    test('a dropped partition is gone whole, whatever its state; the others are kept, and it can be filled again', async () => {
+      const index = make();
+      await fill(index, 120, 'gone');
+      await fill(index, 3, 'kept');
+      assert.deepEqual(index.partitions().sort(), ['gone', 'kept']);
+      index.drop('gone');
+      assert.deepEqual(index.partitions(), ['kept']);
+      assert.equal(index.size, 3);
+      assert.deepEqual(index.search('gone', randomUnit(7, 64), 5), []);
+      assert.equal(index.search('kept', randomUnit(2, 64), 1)[0]?.id, 2);
+      // A build that was under way is over: nothing comes back on later turns.
+      for (let t = 0; t < 5; t++) await turn();
+      await (index as Partial<HybridIndex>).promoted?.();
+      assert.equal(index.size, 3);
+      index.add('gone', 500, randomUnit(500, 64));
+      assert.deepEqual(
+        index.search('gone', randomUnit(500, 64), 5).map((r) => r.id),
+        [500],
+      );
+      assert.equal(index.size, 4);
+    });
+
     test('adding an id again replaces its vector', async () => {
       const index = make();
       await fill(index, 80);

@@ -1,0 +1,296 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { loadConfig } from '../src/config.ts';
+import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, user, type TestApp } from './helpers.ts';
+import { api, runCli, startServerProcess, type ServerProcess } from './process.ts';
+import { eventually, freshSchema, serviceUrl, skipReason, uniquePrefix } from './services.ts';
+
+const SPIDER = [user('How many legs does a spider have?')];
+const SPIDERS = [user('How many legs do spiders have?')];
+
+const NONE = { accounts: 0, api_keys: 0, sessions: 0, entries: 0, usage: 0 };
+
+/** Every row that names the account, table by table, in the SQLite file (read by a connection of its own). */
+function rowsOf(dir: string, accountId: string): typeof NONE {
+  const db = new Database(path.join(dir, 'reprise.db'), { readonly: true });
+  try {
+    const count = (sql: string) => (db.prepare(sql).pluck().get(accountId) as number) ?? 0;
+    return {
+      accounts: count('SELECT count(*) FROM accounts WHERE id = ?'),
+      api_keys: count('SELECT count(*) FROM api_keys WHERE account_id = ?'),
+      sessions: count('SELECT count(*) FROM sessions WHERE account_id = ?'),
+      entries: count('SELECT count(*) FROM entries WHERE account_id = ?'),
+      usage: count('SELECT count(*) FROM usage WHERE account_id = ?'),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/** The fields of the server's "Reprise is listening" log line. */
+function listening(server: ServerProcess): { vectors?: number; vectors_from_snapshot?: number } {
+  const line = server
+    .stdout()
+    .split('\n')
+    .find((l) => l.includes('Reprise is listening'));
+  return JSON.parse(line ?? '{}') as { vectors?: number; vectors_from_snapshot?: number };
+}
+
+/** The vectors the server said it dropped for deleted accounts, in its log lines so far. */
+function vectorsForgotten(server: ServerProcess): number[] {
+  return server
+    .stdout()
+    .split('\n')
+    .filter((l) => l.includes('the vectors of deleted accounts are out of the semantic index'))
+    .map((l) => (JSON.parse(l) as { vectors: number }).vectors);
+}
+
+describe('accounts deleted and re-planned with the CLI while the server runs (SQLite)', () => {
+  const dir = tempDir('reprise-accounts-');
+  const env = { REPRISE_DATA_DIR: dir, REPRISE_EMBED_WORKERS: '1' };
+  let server: ServerProcess | null = null;
+  after(async () => {
+    await server?.stop('SIGKILL');
+  });
+
+  const keyOf = async (account: string, plan = 'pro'): Promise<string> => {
+    const created = await runCli(['keys', 'create', '--account', account, '--plan', plan, '--json'], env);
+    assert.equal(created.code, 0, created.stderr);
+    return (JSON.parse(created.stdout) as { key: string }).key;
+  };
+
+  test("delete: the account's keys and dashboard sessions are refused at once, its data is gone, another account's is kept", async () => {
+    server = await startServerProcess(env, undefined, { keepOutput: true });
+    const url = server.url;
+    const leaving = await keyOf('leaving');
+    const staying = await keyOf('staying');
+    // The same conversation cached by both accounts, with answers of their own.
+    for (const [key, answer] of [
+      [leaving, 'Eight (leaving).'],
+      [staying, 'Eight (staying).'],
+    ] as const) {
+      const stored = await api(url, 'POST', '/api/v1/store', key, { messages: SPIDER, answer });
+      assert.equal(stored.json.stored, true);
+    }
+    for (const q of ['What is the boiling point of water?', 'Who wrote Hamlet?']) {
+      assert.equal((await api(url, 'POST', '/api/v1/store', leaving, { messages: [user(q)], answer: 'secret of leaving' })).status, 200);
+    }
+    assert.equal((await api(url, 'POST', '/api/v1/check', leaving, { messages: SPIDER })).json.answer, 'Eight (leaving).');
+    const password = await runCli(['accounts', 'set-password', 'leaving', '--password-stdin'], env, 'correct horse battery\n');
+    assert.equal(password.code, 0, password.stderr);
+    const login = await fetch(`${url}/dashboard/api/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ account: 'leaving', password: 'correct horse battery' }),
+    });
+    assert.equal(login.status, 200, await login.clone().text());
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    const me = () => fetch(`${url}/dashboard/api/me`, { headers: { cookie } });
+    assert.equal((await me()).status, 200);
+    const accounts = JSON.parse((await runCli(['accounts', 'list', '--json'], env)).stdout) as { id: string; name: string }[];
+    const id = accounts.find((a) => a.name === 'leaving')?.id ?? '';
+    // Its counters are written within a second.
+    assert.ok(await eventually(async () => rowsOf(dir, id).usage > 0), 'usage written');
+
+    // A script that forgets --yes deletes nothing.
+    const unconfirmed = await runCli(['accounts', 'delete', 'leaving'], env);
+    assert.equal(unconfirmed.code, 2);
+    assert.match(unconfirmed.stderr, /^reprise: accounts delete leaving: pass --yes to delete it and all its data/);
+    assert.equal((await api(url, 'GET', '/api/v1/usage', leaving)).status, 200);
+
+    const deleted = await runCli(['accounts', 'delete', 'leaving', '--yes', '--json'], env);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    const report = JSON.parse(deleted.stdout) as { account: string; id: string; deleted: Record<string, number> };
+    assert.equal(report.account, 'leaving');
+    assert.equal(report.id, id);
+    assert.deepEqual(
+      { ...report.deleted, usage_buckets: report.deleted.usage_buckets ? 1 : 0 },
+      {
+        keys: 1,
+        entries: 3,
+        usage_buckets: 1,
+        sessions: 1,
+      },
+    );
+    for (const [method, route, body] of [
+      ['GET', '/api/v1/usage', undefined],
+      ['POST', '/api/v1/check', { messages: SPIDER }],
+      ['POST', '/api/v1/store', { messages: SPIDER, answer: 'again' }],
+    ] as const) {
+      const refused = await api(url, method, route, leaving, body);
+      assert.equal(refused.status, 401, route);
+      assert.equal(refused.json.error.code, 'INVALID_API_KEY', route);
+    }
+    assert.equal((await me()).status, 401);
+    // The other account's entry of the same conversation still hits, exactly and semantically.
+    assert.equal((await api(url, 'POST', '/api/v1/check', staying, { messages: SPIDER })).json.answer, 'Eight (staying).');
+    const semantic = await api(url, 'POST', '/api/v1/check', staying, { messages: SPIDERS, similarity_threshold: 0.6 });
+    assert.equal(semantic.json.cache_type, 'semantic', JSON.stringify(semantic.json));
+    assert.equal(semantic.json.answer, 'Eight (staying).');
+    assert.deepEqual(rowsOf(dir, id), NONE);
+    // The running server drops the account's vectors from its index (the CLI is another process).
+    assert.ok(await eventually(async () => vectorsForgotten(server!).includes(3)), server.stdout().slice(-2000));
+    // Deleted once.
+    const again = await runCli(['accounts', 'delete', 'leaving', '--yes'], env);
+    assert.equal(again.code, 1);
+    assert.equal(again.stderr.trim(), 'reprise: no account named leaving');
+
+    // Nothing comes back after a restart: not the counters the server still held, not the vectors
+    // through the index snapshot saved at shutdown.
+    assert.equal(await server.stop('SIGTERM'), 0);
+    assert.deepEqual(rowsOf(dir, id), NONE);
+    server = await startServerProcess(env, undefined, { keepOutput: true });
+    assert.deepEqual(
+      { vectors: listening(server).vectors, from_snapshot: listening(server).vectors_from_snapshot },
+      { vectors: 1, from_snapshot: 1 },
+    );
+    assert.equal((await api(server.url, 'GET', '/api/v1/usage', leaving)).status, 401);
+    // An account made again under the name starts empty.
+    const anew = await keyOf('leaving');
+    const miss = await api(server.url, 'POST', '/api/v1/check', anew, { messages: SPIDER });
+    assert.equal(miss.json.cache_hit, false, JSON.stringify(miss.json));
+    const usage = await api(server.url, 'GET', '/api/v1/usage', anew);
+    assert.equal(usage.json.total_requests, 1);
+    assert.equal((await api(server.url, 'GET', '/api/v1/entries', anew)).json.pagination.total, 0);
+  });
+
+  test('delete while the server is stopped: the vectors its snapshot holds are dropped at the next start', async () => {
+    assert.ok(server);
+    const key = await keyOf('stopped-then-deleted');
+    assert.equal((await api(server.url, 'POST', '/api/v1/store', key, { messages: SPIDER, answer: 'Eight.' })).status, 200);
+    const before = listening(server).vectors_from_snapshot ?? 0;
+    assert.equal(await server.stop('SIGTERM'), 0);
+    const deleted = await runCli(['accounts', 'delete', 'stopped-then-deleted', '--yes'], env);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    assert.match(
+      deleted.stdout,
+      /^Deleted account stopped-then-deleted \(acc_\w+\): 1 key, 1 cached entry, \d+ hours? of usage, 0 dashboard sessions\./,
+    );
+    server = await startServerProcess(env, undefined, { keepOutput: true });
+    assert.deepEqual(vectorsForgotten(server), [1]);
+    assert.equal(listening(server).vectors_from_snapshot, before);
+  });
+
+  test('set-plan: a running server applies the new plan at the next request', async () => {
+    assert.ok(server);
+    const key = await keyOf('planned', 'free');
+    assert.equal((await api(server.url, 'GET', '/api/v1/usage', key)).headers.get('x-ratelimit-limit'), '60');
+    const changed = await runCli(['accounts', 'set-plan', 'planned', 'pro'], env);
+    assert.equal(changed.code, 0, changed.stderr);
+    assert.equal(changed.stdout.trim(), 'Account planned: plan free → pro (600 requests/minute, burst 1000), for all its keys.');
+    assert.equal((await api(server.url, 'GET', '/api/v1/usage', key)).headers.get('x-ratelimit-limit'), '600');
+    const same = await runCli(['accounts', 'set-plan', 'planned', 'pro'], env);
+    assert.equal(same.code, 0, same.stderr);
+    assert.equal(same.stdout.trim(), 'Account planned is on plan pro already (600 requests/minute, burst 1000).');
+    const listed = JSON.parse((await runCli(['accounts', 'list', '--json'], env)).stdout) as { name: string; plan: string }[];
+    assert.equal(listed.find((a) => a.name === 'planned')?.plan, 'pro');
+  });
+
+  test('errors: an unknown plan as keys create says it, an unknown account in one line', async () => {
+    const plan = await runCli(['accounts', 'set-plan', 'planned', 'platinum'], env);
+    assert.equal(plan.code, 2);
+    assert.match(plan.stderr, /^reprise: accounts set-plan: unknown plan platinum; known plans: free, pro, enterprise, unlimited\n/);
+    assert.match(plan.stderr, /Usage: reprise/);
+    const inherited = await runCli(['accounts', 'set-plan', 'planned', 'toString'], env);
+    assert.equal(inherited.code, 2);
+    assert.match(inherited.stderr, /unknown plan toString/);
+    for (const args of [
+      ['accounts', 'set-plan', 'nobody', 'pro'],
+      ['accounts', 'delete', 'nobody', '--yes'],
+    ]) {
+      const res = await runCli(args, env);
+      assert.equal(res.code, 1, args.join(' '));
+      assert.equal(res.stderr, 'reprise: no account named nobody\n', args.join(' '));
+    }
+    for (const args of [
+      ['accounts', 'set-plan', 'planned'],
+      ['accounts', 'delete'],
+      ['accounts', 'delete', 'planned', 'extra', '--yes'],
+      ['accounts', 'remove', 'planned'],
+    ]) {
+      const res = await runCli(args, env);
+      assert.equal(res.code, 2, args.join(' '));
+      assert.match(res.stderr, /Usage: reprise/, args.join(' '));
+    }
+    const listed = JSON.parse((await runCli(['accounts', 'list', '--json'], env)).stdout) as { name: string; plan: string }[];
+    assert.equal(listed.find((a) => a.name === 'planned')?.plan, 'pro');
+  });
+});
+
+describe(
+  'accounts deleted and re-planned with the CLI in a cluster',
+  { skip: skipReason('DATABASE_URL') || skipReason('REDIS_URL') },
+  () => {
+    const { schema, drop } = freshSchema();
+    const env = {
+      REPRISE_DATA_DIR: tempDir(),
+      REPRISE_EMBEDDER: 'none',
+      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
+      REPRISE_PG_SCHEMA: schema,
+      REDIS_URL: serviceUrl('REDIS_URL') as string,
+      REPRISE_REDIS_PREFIX: uniquePrefix(),
+    };
+    let a: TestApp;
+    let b: TestApp;
+    before(async () => {
+      const embedder = await sharedEmbedder();
+      a = await startTestApp({ config: loadConfig(env), embedder, keepData: true });
+      b = await startTestApp({ config: loadConfig(env), embedder, keepData: true });
+    });
+    after(async () => {
+      await a?.close();
+      await b?.close();
+      await drop();
+      await closeSharedEmbedder();
+    });
+
+    test("a delete on the database reaches every node: the keys are refused, the vectors leave each node's index", async () => {
+      const leaving = await a.key('leaving');
+      const staying = await a.key('staying');
+      for (const [key, answer] of [
+        [leaving, 'Eight (leaving).'],
+        [staying, 'Eight (staying).'],
+      ] as const) {
+        assert.equal((await a.post('/api/v1/store', { messages: SPIDER, answer }, key)).json().stored, true);
+        // Each node serves it semantically: it is in both indexes.
+        for (const node of [a, b]) {
+          const served = await eventually(
+            async () => (await node.post('/api/v1/check', { messages: SPIDERS, similarity_threshold: 0.6 }, key)).json().answer === answer,
+          );
+          assert.ok(served, answer);
+        }
+      }
+      // Both nodes remember the key's lookup.
+      for (const node of [a, b]) assert.equal((await node.get('/api/v1/usage', leaving)).statusCode, 200);
+      const sizes = [a.runtime.index.size, b.runtime.index.size];
+
+      const deleted = await runCli(['accounts', 'delete', 'leaving', '--yes'], env);
+      assert.equal(deleted.code, 0, deleted.stderr);
+      assert.match(deleted.stdout, /^Deleted account leaving \(acc_\w+\): 1 key, 1 cached entry, /);
+      for (const node of [a, b]) {
+        assert.ok(await eventually(async () => (await node.get('/api/v1/usage', leaving)).statusCode === 401), 'the key is refused');
+        const refused = await node.post('/api/v1/check', { messages: SPIDER }, leaving);
+        assert.equal(refused.json().error.code, 'INVALID_API_KEY');
+      }
+      assert.ok(await eventually(async () => a.runtime.index.size === (sizes[0] ?? 0) - 1 && b.runtime.index.size === (sizes[1] ?? 0) - 1));
+      for (const node of [a, b]) {
+        const hit = (await node.post('/api/v1/check', { messages: SPIDERS, similarity_threshold: 0.6 }, staying)).json();
+        assert.equal(hit.answer, 'Eight (staying).', JSON.stringify(hit));
+      }
+      assert.equal(await a.runtime.ctx.store.getAccountByName('leaving'), null);
+    });
+
+    test("set-plan reaches every node's rate limiter", async () => {
+      const key = await a.key('planned', 'free');
+      for (const node of [a, b]) assert.equal((await node.get('/api/v1/usage', key)).headers['x-ratelimit-limit'], '60');
+      const changed = await runCli(['accounts', 'set-plan', 'planned', 'pro'], env);
+      assert.equal(changed.code, 0, changed.stderr);
+      assert.match(changed.stdout, /plan free → pro/);
+      for (const node of [a, b]) {
+        assert.ok(await eventually(async () => (await node.get('/api/v1/usage', key)).headers['x-ratelimit-limit'] === '600'));
+      }
+    });
+  },
+);
