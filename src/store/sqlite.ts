@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
 import { Lru } from '../util/lru.ts';
 import { bufferToVector, newId, newPublicId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
+import { limited, StorageQuotaError, storageRefusal, storedBytes, type StorageLimits, type StorageUse } from './quota.ts';
 import type {
   Account,
   ApiKey,
@@ -23,6 +24,14 @@ import type {
   VectorRow,
   VectorUpdate,
 } from './interface.ts';
+
+/**
+ * The bytes an entry counts for (`storedBytes`) in SQL, of the row named by `row` (`NEW.`, `OLD.`,
+ * or '' for the table's own). The text as a blob is its UTF-8 bytes; `length` of the text would
+ * count characters. (Not `octet_length`: the sqlite3 shells of some systems predate it, and the
+ * triggers run there too.)
+ */
+const sizeOf = (row: string): string => `length(CAST(${row}messages AS BLOB)) + length(CAST(${row}answer AS BLOB))`;
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE accounts (
@@ -100,6 +109,31 @@ const MIGRATIONS: readonly string[] = [
    END;
    UPDATE entries SET public_id = (abs(random()) % 9007199254740991) + 1 WHERE public_id IS NULL;`,
   `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
+  // What each account keeps, for its plan's storage limits: kept by triggers in the transaction of
+  // every write of an entry (also one made with the sqlite3 shell), and counted here for the
+  // entries already stored. Bytes: the messages' JSON and the answer, in UTF-8 (see quota.ts).
+  `CREATE TABLE account_storage (
+     account_id TEXT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+     entries INTEGER NOT NULL DEFAULT 0,
+     bytes INTEGER NOT NULL DEFAULT 0
+   );
+   INSERT INTO account_storage (account_id, entries, bytes)
+     SELECT account_id, count(*), sum(${sizeOf('')}) FROM entries GROUP BY account_id;
+   CREATE TRIGGER entries_storage_insert AFTER INSERT ON entries
+   BEGIN
+     INSERT INTO account_storage (account_id, entries, bytes) VALUES (NEW.account_id, 1, ${sizeOf('NEW.')})
+       ON CONFLICT (account_id) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes;
+   END;
+   CREATE TRIGGER entries_storage_delete AFTER DELETE ON entries
+   BEGIN
+     UPDATE account_storage SET entries = entries - 1, bytes = bytes - (${sizeOf('OLD.')}) WHERE account_id = OLD.account_id;
+   END;
+   CREATE TRIGGER entries_storage_update AFTER UPDATE OF account_id, messages, answer ON entries
+   BEGIN
+     UPDATE account_storage SET entries = entries - 1, bytes = bytes - (${sizeOf('OLD.')}) WHERE account_id = OLD.account_id;
+     INSERT INTO account_storage (account_id, entries, bytes) VALUES (NEW.account_id, 1, ${sizeOf('NEW.')})
+       ON CONFLICT (account_id) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes;
+   END;`,
 ];
 
 interface AccountRow {
@@ -268,6 +302,7 @@ const CACHED_ANSWER_CHARS = 4096;
 
 interface PendingPut {
   entry: NewEntry;
+  limits: StorageLimits | null;
   resolve: (e: Entry) => void;
   reject: (err: unknown) => void;
   /** When it stops waiting for the write lock (ms since the epoch). */
@@ -354,6 +389,10 @@ export class SqliteStore implements Store {
         'SELECT * FROM entries WHERE account_id = ? AND public_id = ? AND (expires_at IS NULL OR expires_at > ?)',
       ),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
+      storage: db.prepare<[string], StorageUse>('SELECT entries, bytes FROM account_storage WHERE account_id = ?'),
+      entrySize: db.prepare<[string, string], { bytes: number }>(
+        `SELECT ${sizeOf('')} AS bytes FROM entries WHERE account_id = ? AND exact_hash = ?`,
+      ),
       hit: db.prepare(
         'UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ?, lookup_ms_total = lookup_ms_total + ? WHERE id = ? AND created_at = ?',
       ),
@@ -557,9 +596,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  putEntry(entry: NewEntry): Promise<Entry> {
+  putEntry(entry: NewEntry, limits: StorageLimits | null = null): Promise<Entry> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ entry, resolve, reject, deadline: Date.now() + this.lockWaitMs });
+      this.pending.push({ entry, limits, resolve, reject, deadline: Date.now() + this.lockWaitMs });
       this.scheduleFlush();
     });
   }
@@ -603,9 +642,9 @@ export class SqliteStore implements Store {
       batch = batch.concat(this.pending);
       this.pending = [];
       if (batch.length === 0) return;
-      let results: Entry[];
+      let results: (Entry | StorageQuotaError)[];
       try {
-        results = this.commitPuts(batch.map((p) => p.entry));
+        results = this.commitPuts(batch);
       } catch (err) {
         busy = err;
         throw err;
@@ -613,7 +652,11 @@ export class SqliteStore implements Store {
       refused = false;
       const done = batch;
       batch = [];
-      done.forEach((p, i) => p.resolve(results[i] as Entry));
+      done.forEach((p, i) => {
+        const r = results[i] as Entry | StorageQuotaError;
+        if (r instanceof StorageQuotaError) p.reject(r);
+        else p.resolve(r);
+      });
     };
     const deadline = () => Math.max(...batch.map((p) => p.deadline), ...this.pending.map((p) => p.deadline));
     try {
@@ -624,17 +667,35 @@ export class SqliteStore implements Store {
     }
   }
 
-  private commitPuts(entries: readonly NewEntry[]): Entry[] {
-    const results: Entry[] = [];
+  /**
+   * Writes a batch of stores in one transaction; a store that would take its account past a limit
+   * is refused alone (its error in place of its entry), and the others are written. The limits are
+   * checked inside the transaction, which this connection alone writes: exact, also for several
+   * stores of one account in the batch.
+   */
+  private commitPuts(puts: readonly { entry: NewEntry; limits: StorageLimits | null }[]): (Entry | StorageQuotaError)[] {
+    const results: (Entry | StorageQuotaError)[] = [];
+    const entries = puts.map((p) => p.entry);
     this.db
       .transaction(() => {
-        for (const e of entries) {
+        for (const { entry: e, limits } of puts) {
+          const messages = JSON.stringify(e.messages);
+          if (limited(limits)) {
+            const use = this.stmts.storage.get(e.accountId) ?? { entries: 0, bytes: 0 };
+            const before = this.stmts.entrySize.get(e.accountId, e.exactHash);
+            const added = { entries: before ? 0 : 1, bytes: storedBytes(messages, e.answer) - (before?.bytes ?? 0) };
+            const refusal = storageRefusal(limits, { entries: use.entries + added.entries, bytes: use.bytes + added.bytes }, added);
+            if (refusal) {
+              results.push(refusal);
+              continue;
+            }
+          }
           const row = this.stmts.upsertEntry.get(
             e.accountId,
             e.exactHash,
             e.contextHash,
             e.prefixHash,
-            JSON.stringify(e.messages),
+            messages,
             e.queryText,
             e.prefixText,
             e.answer,
@@ -655,6 +716,11 @@ export class SqliteStore implements Store {
     // At once after the commit: heads read while the batch waited for the lock are the old ones.
     for (const e of entries) this.entryCache.delete(`${e.accountId}\u0000${e.exactHash}`);
     return results;
+  }
+
+  async getStorage(accountId: string): Promise<StorageUse> {
+    const r = this.stmts.storage.get(accountId);
+    return { entries: r?.entries ?? 0, bytes: r?.bytes ?? 0 };
   }
 
   async getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null> {
@@ -754,13 +820,15 @@ export class SqliteStore implements Store {
     );
   }
 
-  async deleteExpired(now: string, limit: number): Promise<DeletedEntry[]> {
+  async deleteExpired(now: string, limit: number, accountId?: string): Promise<DeletedEntry[]> {
+    const ofAccount = accountId === undefined ? '' : 'AND account_id = ?';
     const stmt = this.db.prepare(
-      `DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)
+      `DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? ${ofAccount} LIMIT ?)
        RETURNING id, account_id, context_hash`,
     );
+    const args = accountId === undefined ? [now, limit] : [now, accountId, limit];
     const rows = await this.write(() => {
-      const deleted = stmt.all(now, limit) as { id: number; account_id: string; context_hash: string }[];
+      const deleted = stmt.all(...args) as { id: number; account_id: string; context_hash: string }[];
       this.entryCache.clear();
       return deleted;
     });
