@@ -221,6 +221,44 @@ describe('PostgreSQL storage limits with two nodes storing at once', { skip: ski
     }
   });
 
+  test("a node cut off in the middle of a store holds the account's other stores only until PostgreSQL ends its transaction", async () => {
+    const account = await a.createAccount('cut-off', 'free');
+    const limits = { maxEntries: 10, maxStoredBytes: null };
+    await a.putEntry(entry(account.id), limits);
+    // A node whose transactions PostgreSQL ends after a second idle, as it does after its query timeout.
+    const cutOff = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema, queryTimeoutMs: 1000 });
+    type WithClient = <T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
+    const withClient = (cutOff as unknown as { withClient: WithClient }).withClient.bind(cutOff);
+    let resume = () => {};
+    const resumed = new Promise<void>((resolve) => (resume = resolve));
+    let written = () => {};
+    const holding = new Promise<void>((resolve) => (written = resolve));
+    // Its store writes the entry, which takes the lock of the account's counts, and then hears
+    // nothing more from the node.
+    const abandoned = withClient(async (client) => {
+      await client.query('BEGIN');
+      await client.query(
+        `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text, answer, model, tokens, created_at)
+         VALUES ($1, 'abandoned', 'ctx', 'p', '[]', '', '', 'never committed', 'm', 1, $2)`,
+        [account.id, new Date().toISOString()],
+      );
+      written();
+      await resumed;
+      await client.query('COMMIT');
+    });
+    try {
+      await holding;
+      // Another node's store of the account waits for it, within its own query timeout (5 s).
+      await b.putEntry(entry(account.id), limits);
+      assert.equal(await a.getEntryByHash(account.id, 'abandoned'), null);
+      assert.deepEqual(await a.getStorage(account.id), { entries: 2, bytes: 2 * bytesOf(entry(account.id)) });
+    } finally {
+      resume();
+      await assert.rejects(abandoned, { name: 'StoreUnavailableError' });
+      await cutOff.close();
+    }
+  });
+
   test('deletes and sweeps on both nodes at once keep the counts exact, and free the room', async () => {
     const limits = { maxEntries: 40, maxStoredBytes: null };
     const accounts = await Promise.all([0, 1, 2].map((i) => a.createAccount(`swept-${i}`, 'free')));

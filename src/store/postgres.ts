@@ -328,9 +328,15 @@ export class PostgresStore implements Store {
     this.schema = opts.schema ?? 'public';
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name ${this.schema}`);
     // Connections are kept alive at the TCP level, so a peer that vanished is noticed on idle ones.
-    const common = { connectionString: url, connectionTimeoutMillis: 3000, query_timeout: opts.queryTimeoutMs ?? 5000, keepAlive: true };
-    this.pool = new pg.Pool({ ...common, max: opts.max ?? 10, options: `-c search_path=${this.quoted}` });
-    this.counters = new pg.Pool({ ...common, max: 2, options: `-c search_path=${this.quoted} -c synchronous_commit=off` });
+    const queryTimeout = opts.queryTimeoutMs ?? 5000;
+    const common = { connectionString: url, connectionTimeoutMillis: 3000, query_timeout: queryTimeout, keepAlive: true };
+    // A transaction left open by a node cut off in its middle is ended by PostgreSQL after as long as
+    // a query may take: a store holds the lock of its account's storage counts until it commits,
+    // and the account's other stores, on every node, wait for it. (The node's transactions never
+    // wait for anything but their own queries.)
+    const session = `-c search_path=${this.quoted} -c idle_in_transaction_session_timeout=${queryTimeout}`;
+    this.pool = new pg.Pool({ ...common, max: opts.max ?? 10, options: session });
+    this.counters = new pg.Pool({ ...common, max: 2, options: `${session} -c synchronous_commit=off` });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
     this.counters.on('error', () => undefined);
