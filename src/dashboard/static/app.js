@@ -11,7 +11,7 @@
     const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
     let i = 0;
     while (n >= 1024 && i < units.length - 1) ((n /= 1024), i++);
-    return `${i === 0 ? n : Number(n.toFixed(n < 10 ? 1 : 0))} ${units[i]}`;
+    return `${i === 0 ? n : Number(n.toFixed(n < 10 ? 1 : 0))}\u00a0${units[i]}`;
   };
   const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
   const esc = (s) =>
@@ -82,7 +82,7 @@
     const of = (limit, fmt) => (limit === null ? '' : ` of ${fmt(limit)}`);
     const full =
       (s.max_entries !== null && s.entries >= s.max_entries) || (s.max_stored_bytes !== null && s.stored_bytes >= s.max_stored_bytes);
-    const sub = `entries${of(s.max_entries, fmtInt)} · ${fmtBytes(s.stored_bytes)}${of(s.max_stored_bytes, fmtBytes)}`;
+    const sub = `entries${of(s.max_entries, fmtInt)}, ${fmtBytes(s.stored_bytes)}${of(s.max_stored_bytes, fmtBytes)}`;
     return stat(full ? 'Storage (full)' : 'Storage', fmtInt(s.entries), sub);
   }
 
