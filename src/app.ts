@@ -306,7 +306,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   metrics.install(app, ctx.config.metricsToken);
 
   checkRoute(app, ctx, metrics);
-  storeRoute(app, ctx);
+  storeRoute(app, ctx, metrics);
   usageRoute(app, ctx);
   healthRoute(app, ctx);
   entriesRoutes(app, ctx);

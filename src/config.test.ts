@@ -56,6 +56,77 @@ describe('configuration from the environment', () => {
     }
   });
 
+  test('plans have storage limits: the built-in defaults, and in REPRISE_CONFIG max_entries and max_stored_bytes', () => {
+    const MIB = 1024 * 1024;
+    const limits = (plans: ReturnType<typeof loadConfig>['plans'], name: string) => [plans[name]?.maxEntries, plans[name]?.maxStoredBytes];
+    const defaults = loadConfig({}).plans;
+    assert.deepEqual(limits(defaults, 'free'), [10_000, 100 * MIB]);
+    assert.deepEqual(limits(defaults, 'pro'), [100_000, 1024 * MIB]);
+    assert.deepEqual(limits(defaults, 'enterprise'), [1_000_000, 10 * 1024 * MIB]);
+    assert.deepEqual(limits(defaults, 'unlimited'), [null, null]);
+    const dir = mkdtempSync(path.join(tmpdir(), 'reprise-config-'));
+    try {
+      const file = path.join(dir, 'config.json');
+      const rate = { requests_per_minute: 100, burst: 200 };
+      writeFileSync(
+        file,
+        JSON.stringify({
+          plans: {
+            // One limit given: the other is the built-in plan's.
+            free: { ...rate, max_entries: 500 },
+            pro: { ...rate, max_entries: null, max_stored_bytes: 2_000_000 },
+            // A plan of another name: the free plan's defaults.
+            team: rate,
+            internal: { ...rate, max_entries: 'unlimited', max_stored_bytes: 'unlimited' },
+            unlimited: { ...rate, unlimited: true },
+            capped: { ...rate, unlimited: true, max_entries: 20 },
+          },
+        }),
+      );
+      const plans = loadConfig({ REPRISE_CONFIG: file }).plans;
+      assert.deepEqual(limits(plans, 'free'), [500, 100 * MIB]);
+      assert.deepEqual(limits(plans, 'pro'), [100_000, 2_000_000]);
+      assert.deepEqual(limits(plans, 'team'), [10_000, 100 * MIB]);
+      assert.deepEqual(limits(plans, 'internal'), [null, null]);
+      assert.deepEqual(limits(plans, 'unlimited'), [null, null]);
+      assert.deepEqual(limits(plans, 'capped'), [20, 100 * MIB]);
+      assert.deepEqual(limits(plans, 'enterprise'), [1_000_000, 10 * 1024 * MIB]);
+
+      for (const [key, value] of [
+        ['max_entries', 0],
+        ['max_entries', -1],
+        ['max_entries', 1.5],
+        ['max_entries', '100'],
+        ['max_entries', true],
+        ['max_stored_bytes', '100MB'],
+        ['max_stored_bytes', 2 ** 60],
+        ['max_stored_bytes', 'none'],
+        ['max_stored_bytes', {}],
+      ] as const) {
+        writeFileSync(file, JSON.stringify({ plans: { team: { ...rate, [key]: value } } }));
+        assert.throws(
+          () => loadConfig({ REPRISE_CONFIG: file }),
+          (err: unknown) =>
+            err instanceof ConfigError &&
+            err.variable === 'REPRISE_CONFIG' &&
+            err.message.includes(`plans.team.${key} must be a whole number >= 1, "unlimited", or null`) &&
+            err.message.includes(JSON.stringify(value)),
+          `${key}: ${JSON.stringify(value)}`,
+        );
+      }
+      writeFileSync(file, JSON.stringify({ plans: { team: { ...rate, max_entires: 10 } } }));
+      assert.throws(
+        () => loadConfig({ REPRISE_CONFIG: file }),
+        (err: unknown) =>
+          err instanceof ConfigError &&
+          err.message.includes('plans.team: unknown key "max_entires"') &&
+          err.message.includes('max_entries'),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('REPRISE_TRUST_PROXY: true is one proxy; a number of proxies; a list of proxy addresses', () => {
     assert.equal(loadConfig({}).trustProxy, false);
     assert.equal(loadConfig({ REPRISE_TRUST_PROXY: 'true' }).trustProxy, 1);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { DEFAULT_PLANS, type PlanTable } from './limits/plans.ts';
+import { DEFAULT_PLANS, type Plan, type PlanTable } from './limits/plans.ts';
 import { DEFAULT_PRICES, type PriceTable } from './cache/pricing.ts';
 
 /** Everything Reprise reads from its environment, parsed once at start-up. */
@@ -207,19 +207,45 @@ function mergePrices(file: FileConfig): { prices: PriceTable; fallback: number }
   return { prices, fallback };
 }
 
+const PLAN_KEYS = ['requests_per_minute', 'burst', 'unlimited', 'max_entries', 'max_stored_bytes'];
+
+/**
+ * A storage limit of a plan in the file: a whole number >= 1, `"unlimited"` for none, or absent or
+ * null for `fallback` (the built-in plan's, or the free plan's for a plan of another name).
+ */
+function storageLimit(v: unknown, where: string, fallback: number | null): number | null {
+  if (v === undefined || v === null) return fallback;
+  if (v === 'unlimited') return null;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
+    throw new ConfigError(
+      'REPRISE_CONFIG',
+      `${where} must be a whole number >= 1, "unlimited", or null for the default; got ${JSON.stringify(v)}`,
+    );
+  }
+  return v;
+}
+
 function mergePlans(file: FileConfig): PlanTable {
   const plans: PlanTable = ownKeysOnly(DEFAULT_PLANS);
   for (const [name, raw] of Object.entries(file.plans ?? {})) {
     if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name)) throw new ConfigError('REPRISE_CONFIG', `plan name ${name} is invalid`);
     const spec = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
-    const stray = Object.keys(spec).find((k) => !['requests_per_minute', 'burst', 'unlimited'].includes(k));
+    const stray = Object.keys(spec).find((k) => !PLAN_KEYS.includes(k));
     if (stray !== undefined) {
-      throw new ConfigError('REPRISE_CONFIG', `plans.${name}: unknown key "${stray}"; expected requests_per_minute, burst, unlimited`);
+      throw new ConfigError('REPRISE_CONFIG', `plans.${name}: unknown key "${stray}"; expected ${PLAN_KEYS.join(', ')}`);
     }
     const perMinute = positiveNumber(spec.requests_per_minute, `plans.${name}.requests_per_minute`);
     const burst = positiveNumber(spec.burst, `plans.${name}.burst`);
     if (perMinute < 1 || burst < 1) throw new ConfigError('REPRISE_CONFIG', `plans.${name}: limits must be >= 1`);
-    plans[name] = { requestsPerMinute: perMinute, burst, unlimited: spec.unlimited === true };
+    // Storage limits left out are the built-in plan's, or the free plan's for a plan of another name.
+    const builtIn = (Object.hasOwn(DEFAULT_PLANS, name) ? DEFAULT_PLANS[name] : DEFAULT_PLANS.free) as Plan;
+    plans[name] = {
+      requestsPerMinute: perMinute,
+      burst,
+      unlimited: spec.unlimited === true,
+      maxEntries: storageLimit(spec.max_entries, `plans.${name}.max_entries`, builtIn.maxEntries),
+      maxStoredBytes: storageLimit(spec.max_stored_bytes, `plans.${name}.max_stored_bytes`, builtIn.maxStoredBytes),
+    };
   }
   return plans;
 }

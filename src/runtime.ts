@@ -13,6 +13,7 @@ import { UsageRecorder } from './cache/usage.ts';
 import type { Embedder } from './embedding/interface.ts';
 import type { RateLimiter } from './limits/interface.ts';
 import { MemoryRateLimiter } from './limits/memory.ts';
+import { planOf } from './limits/plans.ts';
 import type { Store } from './store/interface.ts';
 import { SqliteStore } from './store/sqlite.ts';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from './store/data-dir-lock.ts';
@@ -223,6 +224,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     pricing: new Pricing(config.prices, config.defaultPricePerMillion),
     usage,
     entryTtlSeconds: config.entryTtlSeconds,
+    storageLimits: (account) => planOf(config.plans, account.plan),
     onEmbedderDown: (err) => {
       opts.log?.warn({ err }, 'the embedder cannot embed: semantic checks are misses and stores are exact only until it can again');
       embedderDown();

@@ -19,7 +19,12 @@ describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
   before(async () => {
     const dir = tempDir();
     const file = path.join(dir, 'reprise.json');
-    writeFileSync(file, JSON.stringify({ plans: { burst10: { requests_per_minute: 6, burst: 10 } } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        plans: { burst10: { requests_per_minute: 6, burst: 10 }, two: { requests_per_minute: 6000, burst: 10_000, max_entries: 2 } },
+      }),
+    );
     const env = {
       REPRISE_DATA_DIR: dir,
       REPRISE_EMBEDDER: 'none',
@@ -61,6 +66,20 @@ describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
     });
     assert.ok(hitOnB, 'B serves the semantic hit');
     assert.ok(Date.now() - started < 10_000);
+  });
+
+  test("stores on both nodes at once for an account's last entry: one is taken, the other refused", async () => {
+    for (let round = 0; round < 5; round++) {
+      const key = await a.key(`last-entry-${round}`, 'two');
+      assert.equal((await a.post('/api/v1/store', { messages: [user('first')], answer: '1' }, key)).statusCode, 200);
+      const raced = await Promise.all([
+        a.post('/api/v1/store', { messages: [user('on A')], answer: 'A' }, key),
+        b.post('/api/v1/store', { messages: [user('on B')], answer: 'B' }, key),
+      ]);
+      assert.deepEqual(raced.map((r) => r.statusCode).sort(), [200, 403], `round ${round}`);
+      assert.equal(raced.find((r) => r.statusCode === 403)?.json().error.code, 'STORAGE_QUOTA_EXCEEDED');
+      for (const node of [a, b]) assert.equal((await node.get('/api/v1/usage', key)).json().storage.entries, 2);
+    }
   });
 
   test('a key revoked on one node is refused by the other as soon as the change is announced', async () => {

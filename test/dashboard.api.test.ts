@@ -241,6 +241,9 @@ describe('dashboard API', () => {
     const day = (await call('GET', '/dashboard/api/usage?granularity=day', s)).json();
     assert.match(day.series[0].start, /T00:00:00\.000Z$/);
     assert.equal(day.total_requests, api.total_requests);
+    // What the account keeps, and its plan's limits, as the API says.
+    assert.deepEqual(day.storage, api.storage);
+    assert.equal(typeof day.storage.entries, 'number');
     assert.equal((await t.get('/api/v1/usage?granularity=week', key)).statusCode, 400);
   });
 

@@ -97,6 +97,8 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.locator('.stat .value', { hasText: '50%' }).waitFor();
     assert.equal(await statValue('Requests'), '2');
     assert.equal(await statValue('Exact hits'), '1');
+    // What the account keeps: the two entries stored.
+    assert.equal(await statValue('Storage'), '2');
     assert.ok(await page.locator('#chart-requests canvas').count());
     await page.locator('#top-entries td', { hasText: 'What does the dashboard show?' }).waitFor();
     await shot('usage');

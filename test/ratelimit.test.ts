@@ -48,7 +48,7 @@ describe('rate limits by plan', () => {
 
   test('the unlimited plan counts but never refuses', async () => {
     const key = await t.key(undefined, 'unlimited');
-    t.config.plans.unlimited = { requestsPerMinute: 1, burst: 2, unlimited: true };
+    t.config.plans.unlimited = { requestsPerMinute: 1, burst: 2, unlimited: true, maxEntries: null, maxStoredBytes: null };
     const codes = [];
     for (let i = 0; i < 5; i++) codes.push((await t.get('/api/v1/usage', key)).statusCode);
     assert.deepEqual(codes, [200, 200, 200, 200, 200]);
@@ -57,7 +57,7 @@ describe('rate limits by plan', () => {
   });
 
   test('limits are per account', async () => {
-    t.config.plans.tiny = { requestsPerMinute: 1, burst: 1, unlimited: false };
+    t.config.plans.tiny = { requestsPerMinute: 1, burst: 1, unlimited: false, maxEntries: null, maxStoredBytes: null };
     const a = await t.key(undefined, 'tiny');
     const b = await t.key(undefined, 'tiny');
     assert.equal((await t.get('/api/v1/usage', a)).statusCode, 200);

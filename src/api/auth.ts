@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, authenticateSync, presentedHash } from '../keys/keys.ts';
 import type { Account, ApiKey } from '../store/interface.ts';
 import type { BucketRule, LimitResult } from '../limits/interface.ts';
+import { planOf } from '../limits/plans.ts';
 import { limitedAddress } from '../util/address.ts';
 import { ApiError } from './errors.ts';
 import type { AppContext } from './context.ts';
@@ -68,13 +69,12 @@ export function authHook(ctx: AppContext) {
     refillPerSecond: authFailuresPerMinute / 60,
     limit: authFailuresPerMinute,
   };
-  const fallbackPlan = plans.free ?? { requestsPerMinute: 60, burst: 100, unlimited: false };
   // One rule per plan name, built on first use (the plan table does not change while running).
   const rules = new Map<string, BucketRule>();
   const ruleOf = (planName: string): BucketRule => {
     let rule = rules.get(planName);
     if (rule === undefined) {
-      const plan = plans[planName] ?? fallbackPlan;
+      const plan = planOf(plans, planName);
       rule = {
         capacity: plan.burst,
         refillPerSecond: plan.requestsPerMinute / 60,

@@ -6,6 +6,7 @@ export const ERROR_STATUS = {
   UNAUTHORIZED: 401,
   INVALID_CREDENTIALS: 401,
   FORBIDDEN: 403,
+  STORAGE_QUOTA_EXCEEDED: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   REQUEST_TIMEOUT: 408,
@@ -25,12 +26,20 @@ export interface ErrorDetails {
   received: string;
 }
 
+/** The details of STORAGE_QUOTA_EXCEEDED: the limit reached, its value, what is kept and what the store would add. */
+export interface QuotaDetails {
+  limit: 'max_entries' | 'max_stored_bytes';
+  allowed: number;
+  current: number;
+  adding: number;
+}
+
 export class ApiError extends Error {
   readonly status: number;
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly details?: ErrorDetails,
+    readonly details?: ErrorDetails | QuotaDetails,
     readonly retryAfter?: number,
   ) {
     super(message);
@@ -40,7 +49,7 @@ export class ApiError extends Error {
 }
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; details?: ErrorDetails; retry_after?: number };
+  error: { code: ErrorCode; message: string; details?: ErrorDetails | QuotaDetails; retry_after?: number };
   status: number;
   timestamp: string;
 }

@@ -5,7 +5,7 @@ import { ApiError } from './errors.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
-/** Prometheus metrics of one app: HTTP requests by route and status, and check outcomes. */
+/** Prometheus metrics of one app: HTTP requests by route and status, check outcomes, and stores refused for storage limits. */
 export class Metrics {
   readonly registry = new Registry();
   readonly http = new Histogram({
@@ -19,6 +19,13 @@ export class Metrics {
     name: 'reprise_checks_total',
     help: 'Check requests by outcome',
     labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly storesRefused = new Counter({
+    name: 'reprise_stores_refused_total',
+    help: "Stores refused for a storage limit of the account's plan, by limit",
+    labelNames: ['limit'] as const,
     registers: [this.registry],
   });
 

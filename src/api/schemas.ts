@@ -112,7 +112,17 @@ export const errorResponseSchema = {
         message: { type: 'string' },
         details: {
           type: 'object',
-          properties: { field: { type: 'string' }, expected: { type: 'string' }, received: { type: 'string' } },
+          description:
+            "For invalid input: field, expected, received. For STORAGE_QUOTA_EXCEEDED: limit (max_entries or max_stored_bytes), allowed (the plan's limit), current (what the account keeps) and adding (what the store would add: 1 entry, or its bytes).",
+          properties: {
+            field: { type: 'string' },
+            expected: { type: 'string' },
+            received: { type: 'string' },
+            limit: { type: 'string', enum: ['max_entries', 'max_stored_bytes'] },
+            allowed: { type: 'integer' },
+            current: { type: 'integer' },
+            adding: { type: 'integer' },
+          },
         },
         retry_after: { type: 'integer' },
       },
@@ -137,6 +147,7 @@ const responseHeaders = {
 const ERROR_RESPONSES = {
   400: 'INVALID_INPUT (INVALID_MESSAGES for the messages of a check): the request is invalid; details name the field.',
   401: 'INVALID_API_KEY: the Authorization header is missing or malformed, or its key is invalid, revoked or expired.',
+  403: 'STORAGE_QUOTA_EXCEEDED: the store would take the account past a storage limit of its plan (details name it); nothing stored was removed. Delete entries (DELETE /api/v1/entries/{id}) or move to a larger plan; retrying does not help.',
   404: 'NOT_FOUND: the account has no such entry.',
   408: 'REQUEST_TIMEOUT: the request (headers and body) did not arrive in time (REPRISE_REQUEST_TIMEOUT_MS).',
   413: 'PAYLOAD_TOO_LARGE: the body is larger than the server accepts.',
@@ -247,6 +258,17 @@ export const usageResponseSchema = {
     },
     tokens_saved: { type: 'integer', description: 'Extension.' },
     stores: { type: 'integer', description: 'Extension: store requests in the period.' },
+    storage: {
+      type: 'object',
+      description:
+        "Extension: what the account keeps now (whatever the period) and its plan's storage limits (null: none). An entry counts until it is deleted, or removed once expired (within a minute). Bytes: each entry's messages as stored (their JSON) and answer, in UTF-8.",
+      properties: {
+        entries: { type: 'integer' },
+        stored_bytes: { type: 'integer' },
+        max_entries: { type: ['integer', 'null'] },
+        max_stored_bytes: { type: ['integer', 'null'] },
+      },
+    },
     period: {
       type: 'object',
       description: 'Extension: the period counted (from inclusive, to exclusive); null bounds mean unbounded.',

@@ -7,12 +7,14 @@ import type {
   Entry,
   EntryHead,
   HitDelta,
+  NewEntry,
   Store,
   UsageBucket,
   UsageDelta,
   VectorRow,
   VectorUpdate,
 } from '../store/interface.ts';
+import { StorageQuotaError, type StorageLimits, type StorageUse } from '../store/quota.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import {
@@ -128,6 +130,8 @@ export interface CacheDeps {
   usage: UsageRecorder;
   /** Server default lifetime of entries in seconds; 0 = none. */
   entryTtlSeconds: number;
+  /** The storage limits of an account's plan (none when absent). */
+  storageLimits?: (account: Account) => StorageLimits;
   /** Minimum similarity of earlier user turns for a multi-turn semantic hit. */
   contextThreshold?: number;
   /** Told when the embedder fails to embed after it worked (its server down, its workers restarting). */
@@ -766,7 +770,7 @@ export class CacheService {
     const nowMs = this.now();
     const createdAt = new Date(nowMs).toISOString();
     const ttl = input.ttlSeconds ?? account.entryTtlSeconds ?? this.deps.entryTtlSeconds;
-    const entry = await this.deps.store.putEntry({
+    const entry = await this.putWithinLimits(account, {
       accountId: account.id,
       exactHash: entryKey(hash, input.namespace),
       contextHash: key.contextHash,
@@ -795,6 +799,29 @@ export class CacheService {
       entryId: entry.publicId,
       promptHash: hash,
     };
+  }
+
+  /**
+   * Writes an entry, refused (`StorageQuotaError`) when it would take the account past a storage
+   * limit of its plan. Expired entries count until they are removed (by the sweep, every minute):
+   * a store that finds no room removes the account's expired entries at once and is tried again.
+   */
+  private async putWithinLimits(account: Account, entry: NewEntry): Promise<Entry> {
+    const limits = this.deps.storageLimits?.(account) ?? null;
+    try {
+      return await this.deps.store.putEntry(entry, limits);
+    } catch (err) {
+      if (!(err instanceof StorageQuotaError)) throw err;
+      if ((await this.sweepExpired(1000, account.id)) === 0) throw err;
+      return this.deps.store.putEntry(entry, limits);
+    }
+  }
+
+  /** What the account keeps, and the limits of its plan (null: none). */
+  async storage(account: Account): Promise<StorageReport> {
+    const use = await this.deps.store.getStorage(account.id);
+    const limits = this.deps.storageLimits?.(account);
+    return { ...use, maxEntries: limits?.maxEntries ?? null, maxStoredBytes: limits?.maxStoredBytes ?? null };
   }
 
   /** Notes that an API key was used (written in the next batch). */
@@ -841,21 +868,22 @@ export class CacheService {
   }
 
   /**
-   * Deletes every expired entry and drops it from the index, then the change log's old rows, in
-   * batches of `batch`, letting requests through between batches. Returns how many entries.
+   * Deletes every expired entry (of one account, with `accountId`) and drops it from the index,
+   * then (for all accounts) the change log's old rows, in batches of `batch`, letting requests
+   * through between batches. Returns how many entries.
    */
-  async sweepExpired(batch = 1000): Promise<number> {
+  async sweepExpired(batch = 1000, accountId?: string): Promise<number> {
     const store = this.deps.store;
     const nowIso = new Date(this.now()).toISOString();
     let deleted = 0;
     for (;;) {
-      const gone = await store.deleteExpired(nowIso, batch);
+      const gone = await store.deleteExpired(nowIso, batch, accountId);
       for (const e of gone) this.unindex(partitionOf(e.accountId, e.contextHash), e.id);
       deleted += gone.length;
       if (gone.length < batch) break;
       await setImmediate();
     }
-    if (store.pruneChanges) while ((await store.pruneChanges(batch)) >= batch) await setImmediate();
+    if (accountId === undefined && store.pruneChanges) while ((await store.pruneChanges(batch)) >= batch) await setImmediate();
     return deleted;
   }
 
@@ -868,6 +896,12 @@ export class CacheService {
     const buckets = await this.deps.usage.read(account.id, from, to);
     return { ...summarise(buckets), series: granularity === undefined ? undefined : seriesOf(buckets, granularity) };
   }
+}
+
+/** What an account keeps (`StorageUse`) and its plan's limits; null: none. */
+export interface StorageReport extends StorageUse {
+  maxEntries: number | null;
+  maxStoredBytes: number | null;
 }
 
 export interface UsagePoint extends UsageSummary {

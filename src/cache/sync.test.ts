@@ -18,12 +18,19 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
   let store: PostgresStore;
   let embedder: Embedder;
   let account: Account;
+  /**
+   * The account of the stores that commit while another waits: the stores of one account commit
+   * in the order they are numbered, as each holds the lock of the account's storage counts until
+   * it commits.
+   */
+  let neighbour: Account;
   const index = new BruteForceIndex(512);
   let sync: IndexSync;
   before(async () => {
     store = await PostgresStore.open(url, { schema });
     embedder = await sharedEmbedder();
     account = await store.createAccount('synced', 'free');
+    neighbour = await store.createAccount('synced-neighbour', 'free');
     sync = new IndexSync(store, index, embedder, url, { pollMs: 50 });
     await sync.mark();
     await sync.start();
@@ -35,16 +42,16 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
     await closeSharedEmbedder();
   });
 
-  const has = (id: number, vector: Float32Array) => index.search(partitionOf(account.id, 'ctx'), vector, 1)[0]?.id === id;
+  const has = (id: number, vector: Float32Array, of = account) => index.search(partitionOf(of.id, 'ctx'), vector, 1)[0]?.id === id;
 
   async function vectorOf(text: string): Promise<Float32Array> {
     return (await embedder.embed([text]))[0] as Float32Array;
   }
 
-  function newEntry(text: string, vector: Float32Array) {
+  function newEntry(text: string, vector: Float32Array, of = account) {
     const now = new Date().toISOString();
     return {
-      accountId: account.id,
+      accountId: of.id,
       exactHash: `hash-${text}`,
       contextHash: 'ctx',
       namespace: null,
@@ -122,8 +129,8 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
     try {
       assert.ok(slow.held, 'the slow store is numbered and waiting');
       const fastVector = await vectorOf('How do volcanoes form?');
-      const fast = await store.putEntry(newEntry('How do volcanoes form?', fastVector));
-      assert.ok(await eventually(async () => has(fast.id, fastVector)), 'the later change is applied');
+      const fast = await store.putEntry(newEntry('How do volcanoes form?', fastVector, neighbour));
+      assert.ok(await eventually(async () => has(fast.id, fastVector, neighbour)), 'the later change is applied');
       const slowEntry = await slow.commit();
       assert.ok(await eventually(async () => has(slowEntry.id, slowVector)), 'the earlier change, committed last, is applied too');
     } finally {
@@ -143,7 +150,7 @@ describe('index sync from PostgreSQL', { skip: skipReason('DATABASE_URL') }, () 
     const pending = await heldStore('How deep is the Mariana Trench?', lateVector, 4343);
     try {
       assert.ok(pending.held, 'the late store is numbered and waiting');
-      await store.putEntry(newEntry('Why is the sky blue?', await vectorOf('Why is the sky blue?')));
+      await store.putEntry(newEntry('Why is the sky blue?', await vectorOf('Why is the sky blue?'), neighbour));
       const last = await store.lastChange();
       // The node moves past the missing number only once it has given up on it.
       assert.ok(await eventually(async () => impatient.appliedThrough >= last), 'the node moved past the missing number');

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { AccountGoneError, type NewEntry, type Store } from './interface.ts';
+import { StorageQuotaError } from './quota.ts';
 
 /** A new entry of `accountId` with test values, changed by `over`. */
 export const entry = (accountId: string, over: Partial<NewEntry> = {}): NewEntry => ({
@@ -22,6 +23,9 @@ export const entry = (accountId: string, over: Partial<NewEntry> = {}): NewEntry
   expiresAt: null,
   ...over,
 });
+
+/** The bytes an entry counts for: its messages' JSON and its answer, in UTF-8. */
+export const bytesOf = (e: NewEntry): number => Buffer.byteLength(JSON.stringify(e.messages)) + Buffer.byteLength(e.answer);
 
 /** One suite for every Store implementation. */
 export function storeConformance(
@@ -445,6 +449,102 @@ export function storeConformance(
         },
       );
       assert.equal((await store.getUsage(a.id, { from: '2030-01-01T11:00:00.000Z' })).length, 1);
+    });
+
+    test('storage: an account keeps its entries and their UTF-8 bytes, through stores, replacements, deletes and expiry', async () => {
+      const a = await store.createAccount('conf-storage', 'free');
+      const b = await store.createAccount('conf-storage-b', 'free');
+      assert.deepEqual(await store.getStorage(a.id), { entries: 0, bytes: 0 });
+      // Bytes, not characters: the conversation's JSON and the answer in UTF-8.
+      const first = entry(a.id, { exactHash: 's1', messages: [{ role: 'user', content: 'Grüße, 世界 "quoted"' }], answer: 'Ça va 🙂' });
+      assert.notEqual(bytesOf(first), JSON.stringify(first.messages).length + first.answer.length);
+      const p1 = await store.putEntry(first);
+      const second = entry(a.id, { exactHash: 's2', answer: 'second', expiresAt: '2000-01-01T00:00:00.000Z' });
+      await store.putEntry(second);
+      await store.putEntry(entry(b.id, { exactHash: 's1', answer: 'another account' }));
+      assert.deepEqual(await store.getStorage(a.id), { entries: 2, bytes: bytesOf(first) + bytesOf(second) });
+      // Stored again: still one entry, of the new bytes.
+      const replaced = { ...first, answer: 'a longer answer than before, ünïcödé' };
+      await store.putEntry(replaced);
+      assert.deepEqual(await store.getStorage(a.id), { entries: 2, bytes: bytesOf(replaced) + bytesOf(second) });
+      // An expired entry counts until it is removed; removing another account's leaves this one's.
+      await store.deleteExpired(new Date().toISOString(), 1000, b.id);
+      assert.equal((await store.getStorage(a.id)).entries, 2);
+      assert.deepEqual(await store.deleteExpired(new Date().toISOString(), 1000, a.id).then((g) => g.map((x) => x.accountId)), [a.id]);
+      assert.deepEqual(await store.getStorage(a.id), { entries: 1, bytes: bytesOf(replaced) });
+      await store.deleteEntry(a.id, p1.publicId);
+      assert.deepEqual(await store.getStorage(a.id), { entries: 0, bytes: 0 });
+      assert.deepEqual(await store.getStorage(b.id), { entries: 1, bytes: bytesOf(entry(b.id, { answer: 'another account' })) });
+    });
+
+    test('a store past max_entries is refused and writes nothing; a replacement at the limit is taken; a delete makes room', async () => {
+      const a = await store.createAccount('conf-max-entries', 'free');
+      const b = await store.createAccount('conf-max-entries-b', 'free');
+      const limits = { maxEntries: 2, maxStoredBytes: null };
+      const kept = await store.putEntry(entry(a.id, { exactHash: 'e1' }), limits);
+      await store.putEntry(entry(a.id, { exactHash: 'e2' }), limits);
+      const before = await store.getStorage(a.id);
+      await assert.rejects(store.putEntry(entry(a.id, { exactHash: 'e3' }), limits), (err: unknown) => {
+        assert.ok(err instanceof StorageQuotaError, String(err));
+        assert.deepEqual([err.limit, err.allowed, err.current, err.adding], ['max_entries', 2, 2, 1]);
+        return true;
+      });
+      assert.equal(await store.getEntryByHash(a.id, 'e3'), null);
+      assert.deepEqual(await store.getStorage(a.id), before);
+      // Another account of the same plan stores as ever.
+      await store.putEntry(entry(b.id, { exactHash: 'e3' }), limits);
+      // Stored again at the limit: no entry more.
+      const again = await store.putEntry(entry(a.id, { exactHash: 'e1', answer: 'replaced' }), limits);
+      assert.equal(again.id, kept.id);
+      assert.equal((await store.getEntryByHash(a.id, 'e1'))?.answer, 'replaced');
+      assert.ok(await store.deleteEntry(a.id, kept.publicId));
+      await store.putEntry(entry(a.id, { exactHash: 'e3' }), limits);
+      assert.equal((await store.getStorage(a.id)).entries, 2);
+      // Without limits (a plan with none), the same store is taken.
+      await store.putEntry(entry(a.id, { exactHash: 'e4' }), { maxEntries: null, maxStoredBytes: null });
+      assert.equal((await store.getStorage(a.id)).entries, 3);
+    });
+
+    test('a store past max_stored_bytes is refused; a replacement counts only the bytes it adds', async () => {
+      const a = await store.createAccount('conf-max-bytes', 'free');
+      const one = entry(a.id, { exactHash: 'b1', answer: 'x'.repeat(100) });
+      const two = entry(a.id, { exactHash: 'b2', answer: 'y'.repeat(100) });
+      const limits = { maxEntries: null, maxStoredBytes: bytesOf(one) + bytesOf(two) + 10 };
+      await store.putEntry(one, limits);
+      await store.putEntry(two, limits);
+      const third = entry(a.id, { exactHash: 'b3', answer: 'z' });
+      await assert.rejects(store.putEntry(third, limits), (err: unknown) => {
+        assert.ok(err instanceof StorageQuotaError, String(err));
+        assert.deepEqual(
+          [err.limit, err.allowed, err.current, err.adding],
+          ['max_stored_bytes', limits.maxStoredBytes, bytesOf(one) + bytesOf(two), bytesOf(third)],
+        );
+        return true;
+      });
+      // Ten bytes more fit; eleven do not, and the entry keeps its answer.
+      await store.putEntry({ ...one, answer: 'x'.repeat(110) }, limits);
+      await assert.rejects(store.putEntry({ ...one, answer: 'x'.repeat(111) }, limits), (err: unknown) => {
+        assert.ok(err instanceof StorageQuotaError);
+        assert.deepEqual([err.limit, err.current, err.adding], ['max_stored_bytes', limits.maxStoredBytes, 1]);
+        return true;
+      });
+      assert.equal((await store.getEntryByHash(a.id, 'b1'))?.answer, 'x'.repeat(110));
+      // A replacement that shrinks is taken, also past a limit lowered since.
+      await store.putEntry({ ...one, answer: 'x' }, { maxEntries: 1, maxStoredBytes: 10 });
+      assert.deepEqual(await store.getStorage(a.id), { entries: 2, bytes: bytesOf({ ...one, answer: 'x' }) + bytesOf(two) });
+    });
+
+    test('stores racing for the last room: as many are written as fit, the others refused', async () => {
+      const a = await store.createAccount('conf-race', 'free');
+      const limits = { maxEntries: 5, maxStoredBytes: null };
+      await store.putEntry(entry(a.id, { exactHash: 'r-first' }), limits);
+      const results = await Promise.allSettled(
+        Array.from({ length: 12 }, (_, i) => store.putEntry(entry(a.id, { exactHash: `r${i}` }), limits)),
+      );
+      assert.equal(results.filter((r) => r.status === 'fulfilled').length, 4);
+      for (const r of results) if (r.status === 'rejected') assert.ok(r.reason instanceof StorageQuotaError, String(r.reason));
+      assert.equal((await store.getStorage(a.id)).entries, 5);
+      assert.equal((await store.listEntries(a.id, { page: 1, perPage: 100 })).total, 5);
     });
   });
 }

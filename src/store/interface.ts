@@ -1,4 +1,5 @@
 import type { Message } from '../cache/canonical.ts';
+import type { StorageLimits, StorageUse } from './quota.ts';
 
 export interface Account {
   id: string;
@@ -226,9 +227,14 @@ export interface Store {
   /**
    * Writes an entry durably; a second store of the same exact hash in the same account
    * replaces its answer and keeps its id. Resolves only once the write is on disk. Rejects with
-   * `AccountGoneError` when the account has been deleted.
+   * `AccountGoneError` when the account has been deleted. With `limits`, rejects with
+   * `StorageQuotaError` (writing nothing) when the entry would take the account past one: checked
+   * in the write's transaction, so that stores at the same moment, on any node, cannot pass a
+   * limit together. A replacement counts only what it changes.
    */
-  putEntry(entry: NewEntry): Promise<Entry>;
+  putEntry(entry: NewEntry, limits?: StorageLimits | null): Promise<Entry>;
+  /** What the account keeps: its entries (until they are deleted or removed once expired) and their bytes. */
+  getStorage(accountId: string): Promise<StorageUse>;
   /** The entry stored for this exact hash, without its conversation and vectors. */
   getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null>;
   /** The same lookup without a promise, for stores that answer in process (optional). */
@@ -244,8 +250,11 @@ export interface Store {
   deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null>;
   /** Adds hits to entries: usage_count += n, last_hit_at = at. */
   recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void>;
-  /** Deletes up to `limit` entries whose expires_at is at or before `now`; returns what was deleted. */
-  deleteExpired(now: string, limit: number): Promise<DeletedEntry[]>;
+  /**
+   * Deletes up to `limit` entries whose expires_at is at or before `now` (of one account, with
+   * `accountId`); returns what was deleted.
+   */
+  deleteExpired(now: string, limit: number, accountId?: string): Promise<DeletedEntry[]>;
   /**
    * Deletes up to `limit` of the oldest changes in the log other nodes catch up from, of those
    * older than it keeps; returns how many. Only stores shared by several nodes have the log.

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
-import { entry, storeConformance } from './conformance.ts';
+import { bytesOf, entry, storeConformance } from './conformance.ts';
+import type { Account, Entry } from './interface.ts';
 import { CHANGES_KEPT_DAYS, PostgresStore } from './postgres.ts';
 import { emptyDelta } from '../cache/usage.ts';
 
@@ -199,6 +200,171 @@ describe('PostgreSQL store written by two nodes at once', { skip: skipReason('DA
     assert.deepEqual([...failures], []);
     const [counted] = await store.getUsage(accounts[0]?.id ?? '', {});
     assert.equal(counted?.requests, 200);
+  });
+});
+
+describe('PostgreSQL storage limits with two nodes storing at once', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  let a: PostgresStore;
+  let b: PostgresStore;
+  before(async () => {
+    a = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+    b = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+  });
+  after(async () => {
+    await b.close();
+    await a.close();
+    await drop();
+  });
+
+  test('two stores racing for the last entry, one on each node: one is written, the other refused', async () => {
+    const limits = { maxEntries: 3, maxStoredBytes: null };
+    // Rounds of the race, each in an account of its own with one entry left to store.
+    for (let round = 0; round < 20; round++) {
+      const account = await a.createAccount(`last-slot-${round}`, 'free');
+      await a.putEntry(entry(account.id), limits);
+      await b.putEntry(entry(account.id), limits);
+      const results = await Promise.allSettled([a.putEntry(entry(account.id), limits), b.putEntry(entry(account.id), limits)]);
+      const refused = results.filter((r) => r.status === 'rejected');
+      assert.equal(refused.length, 1, `round ${round}: ${results.map((r) => r.status).join(', ')}`);
+      assert.equal((refused[0] as PromiseRejectedResult).reason.name, 'StorageQuotaError');
+      assert.deepEqual(await a.getStorage(account.id), { entries: 3, bytes: 3 * bytesOf(entry(account.id)) });
+      assert.equal((await b.listEntries(account.id, { page: 1, perPage: 10 })).total, 3);
+    }
+  });
+
+  test('the bytes limit holds too, with stores of both nodes at once', async () => {
+    const account = await a.createAccount('bytes-race', 'free');
+    const one = entry(account.id, { answer: 'x'.repeat(500) });
+    const limits = { maxEntries: null, maxStoredBytes: 4 * bytesOf(one) + 10 };
+    const results = await Promise.allSettled(
+      Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? a : b).putEntry(entry(account.id, { answer: 'x'.repeat(500) }), limits)),
+    );
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 4);
+    assert.deepEqual(await b.getStorage(account.id), { entries: 4, bytes: 4 * bytesOf(one) });
+  });
+
+  test('the same conversation stored by both nodes at once for the last entry: both are taken, as one entry', async () => {
+    for (let round = 0; round < 10; round++) {
+      const account = await a.createAccount(`same-last-${round}`, 'free');
+      const limits = { maxEntries: 2, maxStoredBytes: null };
+      await a.putEntry(entry(account.id), limits);
+      const same = entry(account.id, { exactHash: 'same' });
+      const [x, y] = await Promise.all([a.putEntry(same, limits), b.putEntry({ ...same, answer: 'other' }, limits)]);
+      assert.equal(x.id, y.id);
+      assert.equal((await a.getStorage(account.id)).entries, 2);
+    }
+  });
+
+  test("a node cut off in the middle of a store holds the account's other stores only until PostgreSQL ends its transaction", async () => {
+    const account = await a.createAccount('cut-off', 'free');
+    const limits = { maxEntries: 10, maxStoredBytes: null };
+    await a.putEntry(entry(account.id), limits);
+    // A node whose transactions PostgreSQL ends after a second idle, as it does after its query timeout.
+    const cutOff = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema, queryTimeoutMs: 1000 });
+    type WithClient = <T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
+    const withClient = (cutOff as unknown as { withClient: WithClient }).withClient.bind(cutOff);
+    let resume = () => {};
+    const resumed = new Promise<void>((resolve) => (resume = resolve));
+    let written = () => {};
+    const holding = new Promise<void>((resolve) => (written = resolve));
+    // Its store writes the entry, which takes the lock of the account's counts, and then hears
+    // nothing more from the node.
+    const abandoned = withClient(async (client) => {
+      await client.query('BEGIN');
+      await client.query(
+        `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text, answer, model, tokens, created_at)
+         VALUES ($1, 'abandoned', 'ctx', 'p', '[]', '', '', 'never committed', 'm', 1, $2)`,
+        [account.id, new Date().toISOString()],
+      );
+      written();
+      await resumed;
+      await client.query('COMMIT');
+    });
+    try {
+      await holding;
+      // Another node's store of the account waits for it, within its own query timeout (5 s).
+      await b.putEntry(entry(account.id), limits);
+      assert.equal(await a.getEntryByHash(account.id, 'abandoned'), null);
+      assert.deepEqual(await a.getStorage(account.id), { entries: 2, bytes: 2 * bytesOf(entry(account.id)) });
+    } finally {
+      resume();
+      await assert.rejects(abandoned, { name: 'StoreUnavailableError' });
+      await cutOff.close();
+    }
+  });
+
+  test('deletes and sweeps on both nodes at once keep the counts exact, and free the room', async () => {
+    const limits = { maxEntries: 40, maxStoredBytes: null };
+    const accounts = await Promise.all([0, 1, 2].map((i) => a.createAccount(`swept-${i}`, 'free')));
+    const past = '2000-01-01T00:00:00.000Z';
+    const kept: Entry[] = [];
+    for (let i = 0; i < 40; i++) {
+      const account = accounts[i % 3] as Account;
+      const stored = await a.putEntry(entry(account.id, { expiresAt: i % 2 === 0 ? past : null }), limits);
+      if (i % 2 === 1) kept.push(stored);
+    }
+    // Two nodes sweep in batches while entries are deleted one by one.
+    const now = new Date().toISOString();
+    await Promise.all([
+      (async () => {
+        while ((await a.deleteExpired(now, 3)).length > 0);
+      })(),
+      (async () => {
+        while ((await b.deleteExpired(now, 3)).length > 0);
+      })(),
+      ...kept.slice(0, 6).map((e) => b.deleteEntry(e.accountId, e.publicId)),
+    ]);
+    for (const account of accounts) {
+      const total = (await a.listEntries(account.id, { page: 1, perPage: 100 })).total;
+      assert.deepEqual(await a.getStorage(account.id), { entries: total, bytes: total * bytesOf(entry(account.id)) }, account.name);
+    }
+  });
+});
+
+describe('PostgreSQL storage counts of a database made by the version before storage limits', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  after(drop);
+
+  test('are counted from its entries by the migration, and kept from there', async () => {
+    const url = serviceUrl('DATABASE_URL') as string;
+    let store = await PostgresStore.open(url, { schema });
+    const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+    await client.connect();
+    try {
+      const a = await store.createAccount('counted-a', 'free');
+      const b = await store.createAccount('counted-b', 'free');
+      for (let i = 0; i < 5; i++)
+        await store.putEntry(entry(a.id, { answer: `réponse ${i}`, messages: [{ role: 'user', content: `質問 ${i}` }] }));
+      await store.putEntry(entry(b.id, { answer: 'x'.repeat(1000) }));
+      await store.close();
+      // Back to the version before: the last migration (the one that counts storage) undone, and
+      // an entry written as that version did, with nothing counting it.
+      await client.query(`DROP TRIGGER entries_storage ON entries; DROP FUNCTION entries_storage(); DROP TABLE account_storage;
+                          DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)`);
+      await client.query(
+        `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text, answer, model, tokens, created_at)
+         VALUES ($1, 'old', 'ctx', 'p', '[{"role":"user","content":"ancien"}]', 'ancien', '', 'déjà', 'm', 1, $2)`,
+        [a.id, new Date().toISOString()],
+      );
+      const measured = async (accountId: string) => {
+        const { rows } = await client.query('SELECT messages, answer FROM entries WHERE account_id = $1', [accountId]);
+        return { entries: rows.length, bytes: rows.reduce((n, r) => n + Buffer.byteLength(r.messages) + Buffer.byteLength(r.answer), 0) };
+      };
+
+      store = await PostgresStore.open(url, { schema });
+      assert.deepEqual(await store.getStorage(a.id), await measured(a.id));
+      assert.equal((await store.getStorage(a.id)).entries, 6);
+      assert.deepEqual(await store.getStorage(b.id), await measured(b.id));
+      await store.putEntry(entry(a.id));
+      // Written by hand in psql, too.
+      await client.query("DELETE FROM entries WHERE exact_hash = 'old'");
+      assert.deepEqual(await store.getStorage(a.id), await measured(a.id));
+      assert.equal((await store.getStorage(a.id)).entries, 6);
+    } finally {
+      await client.end();
+      await store.close();
+    }
   });
 });
 

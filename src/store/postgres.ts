@@ -2,6 +2,7 @@ import pg from 'pg';
 import { AUTH_CHANNEL, KeyCache } from './pg-key-cache.ts';
 import type { Message } from '../cache/canonical.ts';
 import { bufferToVector, newId, newPublicId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
+import { limited, storageRefusal, type StorageLimits, type StorageUse } from './quota.ts';
 import {
   AccountGoneError,
   type Account,
@@ -52,6 +53,9 @@ function refusesWrites(err: unknown): boolean {
 function isUnavailable(err: unknown): boolean {
   return isConnectionError(err) || refusesWrites(err);
 }
+
+/** The bytes an entry counts for (`storedBytes`) in SQL, of the row named by `row` (`NEW.`, `OLD.`, or '' for the table's own). */
+const sizeOf = (row: string): string => `octet_length(${row}messages) + octet_length(${row}answer)`;
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE accounts (
@@ -147,7 +151,55 @@ const MIGRATIONS: readonly string[] = [
   // A node of the version before public ids (during a rolling upgrade) inserts rows without one.
   `ALTER TABLE entries ALTER COLUMN public_id SET DEFAULT floor(random() * 9007199254740990)::bigint + 1;
    UPDATE entries SET public_id = DEFAULT WHERE public_id IS NULL;`,
+  // What each account keeps, for its plan's storage limits: kept by a trigger in the transaction of
+  // every write of an entry (also one made by hand, or by a node of the version before during an
+  // upgrade), and counted here for the entries already stored. Writes of entries wait while they
+  // are counted, so that none is missed between the count and the trigger. Bytes: the messages'
+  // JSON and the answer, in UTF-8 (see quota.ts).
+  `LOCK TABLE entries IN SHARE ROW EXCLUSIVE MODE;
+   CREATE TABLE account_storage (
+     account_id TEXT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+     entries BIGINT NOT NULL DEFAULT 0,
+     bytes BIGINT NOT NULL DEFAULT 0
+   );
+   INSERT INTO account_storage (account_id, entries, bytes)
+     SELECT account_id, count(*), sum(${sizeOf('')}) FROM entries GROUP BY account_id;
+   CREATE FUNCTION entries_storage() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'UPDATE' AND OLD.account_id = NEW.account_id THEN
+       EXECUTE format('UPDATE %I.account_storage SET bytes = bytes + $2 WHERE account_id = $1', TG_TABLE_SCHEMA)
+         USING NEW.account_id, (${sizeOf('NEW.')}) - (${sizeOf('OLD.')});
+       RETURN NULL;
+     END IF;
+     IF TG_OP <> 'INSERT' THEN
+       EXECUTE format('UPDATE %I.account_storage SET entries = entries - 1, bytes = bytes - $2 WHERE account_id = $1', TG_TABLE_SCHEMA)
+         USING OLD.account_id, ${sizeOf('OLD.')};
+     END IF;
+     IF TG_OP <> 'DELETE' THEN
+       EXECUTE format('INSERT INTO %I.account_storage AS s (account_id, entries, bytes) VALUES ($1, 1, $2)
+                       ON CONFLICT (account_id) DO UPDATE SET entries = s.entries + 1, bytes = s.bytes + excluded.bytes', TG_TABLE_SCHEMA)
+         USING NEW.account_id, ${sizeOf('NEW.')};
+     END IF;
+     RETURN NULL;
+   END $$;
+   CREATE TRIGGER entries_storage AFTER INSERT OR DELETE OR UPDATE OF account_id, messages, answer ON entries
+     FOR EACH ROW EXECUTE FUNCTION entries_storage();`,
 ];
+
+/** An entry's insert, followed by what to do when the account has one of its exact hash. */
+const INSERT_ENTRY_SQL = `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
+    answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at, namespace, public_id)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`;
+
+/** A store of an exact hash the account has replaces that entry, keeping its ids (`putEntry`). */
+const UPSERT_ENTRY_SQL = `ON CONFLICT (account_id, exact_hash) DO UPDATE SET
+    context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash, namespace = excluded.namespace,
+    public_id = COALESCE(entries.public_id, excluded.public_id),
+    messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
+    answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
+    embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
+    ${RESTORED_ENTRY_SQL}, expires_at = excluded.expires_at
+  RETURNING *`;
 
 /** The channel on which entry changes are announced (payload: the change sequence). */
 export const CHANGES_CHANNEL = 'reprise_entry_changes';
@@ -278,9 +330,15 @@ export class PostgresStore implements Store {
     this.schema = opts.schema ?? 'public';
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name ${this.schema}`);
     // Connections are kept alive at the TCP level, so a peer that vanished is noticed on idle ones.
-    const common = { connectionString: url, connectionTimeoutMillis: 3000, query_timeout: opts.queryTimeoutMs ?? 5000, keepAlive: true };
-    this.pool = new pg.Pool({ ...common, max: opts.max ?? 10, options: `-c search_path=${this.quoted}` });
-    this.counters = new pg.Pool({ ...common, max: 2, options: `-c search_path=${this.quoted} -c synchronous_commit=off` });
+    const queryTimeout = opts.queryTimeoutMs ?? 5000;
+    const common = { connectionString: url, connectionTimeoutMillis: 3000, query_timeout: queryTimeout, keepAlive: true };
+    // A transaction left open by a node cut off in its middle is ended by PostgreSQL after as long as
+    // a query may take: a store holds the lock of its account's storage counts until it commits,
+    // and the account's other stores, on every node, wait for it. (The node's transactions never
+    // wait for anything but their own queries.)
+    const session = `-c search_path=${this.quoted} -c idle_in_transaction_session_timeout=${queryTimeout}`;
+    this.pool = new pg.Pool({ ...common, max: opts.max ?? 10, options: session });
+    this.counters = new pg.Pool({ ...common, max: 2, options: `${session} -c synchronous_commit=off` });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
     this.counters.on('error', () => undefined);
@@ -540,9 +598,9 @@ export class PostgresStore implements Store {
     );
   }
 
-  async putEntry(e: NewEntry): Promise<Entry> {
+  async putEntry(e: NewEntry, limits: StorageLimits | null = null): Promise<Entry> {
     try {
-      return await this.upsertEntry(e);
+      return await this.upsertEntry(e, limits);
     } catch (err) {
       // A store let in before its account was deleted fails the foreign key check of its account.
       if ((err as { code?: unknown }).code === '23503') throw new AccountGoneError(e.accountId, { cause: err });
@@ -550,44 +608,83 @@ export class PostgresStore implements Store {
     }
   }
 
-  private async upsertEntry(e: NewEntry): Promise<Entry> {
-    return this.tx(async (c) => {
-      const { rows } = await c.query(
-        `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
-           answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at, namespace, public_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-         ON CONFLICT (account_id, exact_hash) DO UPDATE SET
-           context_hash = excluded.context_hash, prefix_hash = excluded.prefix_hash, namespace = excluded.namespace,
-           public_id = COALESCE(entries.public_id, excluded.public_id),
-           messages = excluded.messages, query_text = excluded.query_text, prefix_text = excluded.prefix_text,
-           answer = excluded.answer, model = excluded.model, tokens = excluded.tokens,
-           embedder_id = excluded.embedder_id, vector = excluded.vector, prefix_vector = excluded.prefix_vector,
-           ${RESTORED_ENTRY_SQL}, expires_at = excluded.expires_at
-         RETURNING *`,
-        [
-          e.accountId,
-          e.exactHash,
-          e.contextHash,
-          e.prefixHash,
-          JSON.stringify(e.messages),
-          e.queryText,
-          e.prefixText,
-          e.answer,
-          e.model,
-          e.tokens,
-          e.embedderId,
-          e.vector ? vectorToBuffer(e.vector) : null,
-          e.prefixVector ? vectorToBuffer(e.prefixVector) : null,
-          e.createdAt,
-          e.expiresAt,
-          e.namespace,
-          newPublicId(),
-        ],
-      );
-      const entry = toEntry(rows[0] as Row);
-      await this.recordChange(c, [{ entryId: entry.id, op: 'put', accountId: entry.accountId, contextHash: entry.contextHash }]);
-      return entry;
-    });
+  private async upsertEntry(e: NewEntry, limits: StorageLimits | null): Promise<Entry> {
+    const values = [
+      e.accountId,
+      e.exactHash,
+      e.contextHash,
+      e.prefixHash,
+      JSON.stringify(e.messages),
+      e.queryText,
+      e.prefixText,
+      e.answer,
+      e.model,
+      e.tokens,
+      e.embedderId,
+      e.vector ? vectorToBuffer(e.vector) : null,
+      e.prefixVector ? vectorToBuffer(e.prefixVector) : null,
+      e.createdAt,
+      e.expiresAt,
+      e.namespace,
+      newPublicId(),
+    ];
+    if (!limited(limits)) {
+      return this.tx(async (c) => this.putWritten(c, (await c.query(`${INSERT_ENTRY_SQL} ${UPSERT_ENTRY_SQL}`, values)).rows[0] as Row));
+    }
+    // An entry of this hash inserted by another writer between the look and the insert: looked at again.
+    for (let tries = 0; tries < 10; tries++) {
+      const stored = await this.tx((c) => this.putWithin(c, e.accountId, e.exactHash, values, limits));
+      if (stored !== null) return stored;
+    }
+    throw new Error('an entry stored again and again by other writers while this store was checked against its limits');
+  }
+
+  /**
+   * One attempt at a store checked against `limits`, in transaction `c`; null (nothing written)
+   * when another writer inserted an entry of the same hash after the look, for the caller to try
+   * again. Every writer of entries locks an entry before its account's row of `account_storage`
+   * (the trigger updates that row after the entry is written), this one too, so none waits for
+   * another in the opposite order. The entry replaced is locked while it is measured; the account's
+   * use is read once the trigger has counted this store, under the lock the trigger took, so that
+   * of two stores racing for the last room, on any nodes, the second reads the first's count.
+   */
+  private async putWithin(
+    c: pg.PoolClient,
+    accountId: string,
+    exactHash: string,
+    values: unknown[],
+    limits: StorageLimits,
+  ): Promise<Entry | null> {
+    const before = (
+      await c.query(`SELECT ${sizeOf('')} AS bytes FROM entries WHERE account_id = $1 AND exact_hash = $2 FOR UPDATE`, [
+        accountId,
+        exactHash,
+      ])
+    ).rows[0] as Row | undefined;
+    const { rows } = await c.query(
+      `${INSERT_ENTRY_SQL} ${before ? UPSERT_ENTRY_SQL : 'ON CONFLICT (account_id, exact_hash) DO NOTHING RETURNING *'}, ${sizeOf('')} AS stored_bytes`,
+      values,
+    );
+    const row = rows[0] as Row | undefined;
+    if (!row) return null;
+    const added = { entries: before ? 0 : 1, bytes: num(row.stored_bytes) - (before ? num(before.bytes) : 0) };
+    const use = (await c.query('SELECT entries, bytes FROM account_storage WHERE account_id = $1', [accountId])).rows[0] as Row | undefined;
+    const refusal = storageRefusal(limits, { entries: num(use?.entries ?? 0), bytes: num(use?.bytes ?? 0) }, added);
+    // Thrown: the transaction is rolled back, the entry as it was.
+    if (refusal) throw refusal;
+    return this.putWritten(c, row);
+  }
+
+  /** The entry a store wrote, once its change is logged for the other nodes. */
+  private async putWritten(c: pg.PoolClient, row: Row): Promise<Entry> {
+    const entry = toEntry(row);
+    await this.recordChange(c, [{ entryId: entry.id, op: 'put', accountId: entry.accountId, contextHash: entry.contextHash }]);
+    return entry;
+  }
+
+  async getStorage(accountId: string): Promise<StorageUse> {
+    const r = (await this.q('SELECT entries, bytes FROM account_storage WHERE account_id = $1', [accountId]))[0];
+    return { entries: num(r?.entries ?? 0), bytes: num(r?.bytes ?? 0) };
   }
 
   private async recordChange(c: pg.PoolClient, changes: Omit<EntryChange, 'seq'>[]): Promise<void> {
@@ -687,14 +784,26 @@ export class PostgresStore implements Store {
     );
   }
 
-  async deleteExpired(now: string, limit: number): Promise<DeletedEntry[]> {
+  async deleteExpired(now: string, limit: number, accountId?: string): Promise<DeletedEntry[]> {
     return this.tx(async (c) => {
-      const { rows } = await c.query(
-        `DELETE FROM entries WHERE id IN (
-           SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
-         RETURNING id, account_id, context_hash`,
-        [now, limit],
-      );
+      // The entries first (those no other writer holds), then their accounts' rows of
+      // account_storage in one order, which the delete's trigger updates: every writer locks an
+      // entry before its account's row, and two sweeps (two nodes) lock the rows of the same
+      // accounts in the same order, so none waits for another in the opposite order.
+      const doomed = (
+        await c.query(
+          `SELECT id, account_id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= $1 AND ($3::text IS NULL OR account_id = $3)
+            LIMIT $2 FOR UPDATE SKIP LOCKED`,
+          [now, limit, accountId ?? null],
+        )
+      ).rows as Row[];
+      if (doomed.length === 0) return [];
+      await c.query('SELECT 1 FROM account_storage WHERE account_id = ANY($1::text[]) ORDER BY account_id FOR UPDATE', [
+        [...new Set(doomed.map((r) => String(r.account_id)))],
+      ]);
+      const { rows } = await c.query('DELETE FROM entries WHERE id = ANY($1::bigint[]) RETURNING id, account_id, context_hash', [
+        doomed.map((r) => num(r.id)),
+      ]);
       const gone = (rows as Row[]).map((r) => ({ id: num(r.id), accountId: String(r.account_id), contextHash: String(r.context_hash) }));
       await this.recordChange(
         c,

@@ -100,11 +100,13 @@ describe('SQLite numbering of vector writes and removals', () => {
     const a = await store.createAccount('upgraded', 'free');
     const old = [await store.putEntry(entry(a.id)), await store.putEntry(entry(a.id))];
     await store.close();
-    // Back to the schema before the numbering.
+    // Back to the schema before the numbering (and the storage counts, which came after it).
     const db = new Database(file);
-    db.exec(`DROP TRIGGER entries_vector_inserted; DROP TRIGGER entries_vector_updated; DROP TRIGGER entries_vector_deleted;
+    db.exec(`DROP TRIGGER entries_storage_insert; DROP TRIGGER entries_storage_delete; DROP TRIGGER entries_storage_update;
+      DROP TABLE account_storage;
+      DROP TRIGGER entries_vector_inserted; DROP TRIGGER entries_vector_updated; DROP TRIGGER entries_vector_deleted;
       DROP TABLE vector_seq; DROP TABLE removed_vectors; DROP INDEX entries_vector_seq; ALTER TABLE entries DROP COLUMN vector_seq;
-      DELETE FROM schema_migrations WHERE version = (SELECT MAX(version) FROM schema_migrations);`);
+      DELETE FROM schema_migrations WHERE version >= (SELECT MAX(version) - 1 FROM schema_migrations);`);
     db.close();
     store = new SqliteStore(file);
     try {
@@ -119,6 +121,96 @@ describe('SQLite numbering of vector writes and removals', () => {
         (await store.changedVectors(last, 100)).map((r) => r.id),
         [later.id],
       );
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SQLite storage of accounts', () => {
+  const raw = (store: SqliteStore) => (store as unknown as { db: Database.Database }).db;
+
+  /** What the account's entries take, read from their rows: count, and bytes in UTF-8. */
+  const measured = (db: Database.Database, accountId: string) => {
+    const rows = db.prepare('SELECT messages, answer FROM entries WHERE account_id = ?').all(accountId) as {
+      messages: string;
+      answer: string;
+    }[];
+    return { entries: rows.length, bytes: rows.reduce((n, r) => n + Buffer.byteLength(r.messages) + Buffer.byteLength(r.answer), 0) };
+  };
+
+  test('is the same once the database is opened again, and its limits still hold', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    const limits = { maxEntries: 3, maxStoredBytes: null };
+    let store = new SqliteStore(file);
+    try {
+      const a = await store.createAccount('reopened', 'free');
+      for (const [i, answer] of ['Grüße', '世界', '🙂 x'].entries())
+        await store.putEntry(entry(a.id, { exactHash: `h${i}`, answer }), limits);
+      const use = await store.getStorage(a.id);
+      assert.deepEqual(use, measured(raw(store), a.id));
+      await store.close();
+      store = new SqliteStore(file);
+      assert.deepEqual(await store.getStorage(a.id), use);
+      await assert.rejects(store.putEntry(entry(a.id, { exactHash: 'h3' }), limits), { name: 'StorageQuotaError', current: 3 });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('of a database made by the version before storage limits is counted from its entries when it is opened', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    let store = new SqliteStore(file);
+    try {
+      const a = await store.createAccount('counted-a', 'free');
+      const b = await store.createAccount('counted-b', 'free');
+      await store.createAccount('counted-none', 'free');
+      for (let i = 0; i < 5; i++)
+        await store.putEntry(entry(a.id, { answer: `réponse ${i}`, messages: [{ role: 'user', content: `質問 ${i}` }] }));
+      await store.putEntry(entry(b.id, { answer: 'x'.repeat(1000) }));
+      await store.close();
+      // Back to the version before: the last migration (the one that counts storage) undone, and
+      // an entry written as that version did, with nothing counting it.
+      const db = new Database(file);
+      db.exec(`DROP TRIGGER entries_storage_insert; DROP TRIGGER entries_storage_delete; DROP TRIGGER entries_storage_update;
+               DROP TABLE account_storage; DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations);`);
+      db.prepare(
+        `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text, answer, model, tokens, created_at)
+         VALUES (?, 'old', 'ctx', 'p', '[{"role":"user","content":"ancien"}]', 'ancien', '', 'déjà', 'm', 1, ?)`,
+      ).run(a.id, new Date().toISOString());
+      db.close();
+
+      store = new SqliteStore(file);
+      const counted = await store.getStorage(a.id);
+      assert.deepEqual(counted, measured(raw(store), a.id));
+      assert.equal(counted.entries, 6);
+      assert.deepEqual(await store.getStorage(b.id), measured(raw(store), b.id));
+      assert.deepEqual(await store.getStorage((await store.getAccountByName('counted-none'))?.id ?? ''), { entries: 0, bytes: 0 });
+      // And kept from there.
+      await store.putEntry(entry(a.id));
+      assert.deepEqual(await store.getStorage(a.id), measured(raw(store), a.id));
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('entries deleted by another connection (an operator in the sqlite3 shell) are no longer counted', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    const store = new SqliteStore(file);
+    try {
+      const a = await store.createAccount('shell-deletes', 'free');
+      for (let i = 0; i < 3; i++) await store.putEntry(entry(a.id, { exactHash: `s${i}` }));
+      const shell = new Database(file);
+      shell.prepare("DELETE FROM entries WHERE exact_hash = 's1'").run();
+      shell.close();
+      assert.deepEqual(await store.getStorage(a.id), measured(raw(store), a.id));
+      assert.equal((await store.getStorage(a.id)).entries, 2);
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
 import { Lru } from '../util/lru.ts';
 import { bufferToVector, newId, newPublicId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
+import { limited, StorageQuotaError, storageRefusal, storedBytes, type StorageLimits, type StorageUse } from './quota.ts';
 import {
   AccountGoneError,
   type Account,
@@ -27,6 +28,14 @@ import {
   type VectorRow,
   type VectorUpdate,
 } from './interface.ts';
+
+/**
+ * The bytes an entry counts for (`storedBytes`) in SQL, of the row named by `row` (`NEW.`, `OLD.`,
+ * or '' for the table's own). The text as a blob is its UTF-8 bytes; `length` of the text would
+ * count characters. (Not `octet_length`: the sqlite3 shells of some systems predate it, and the
+ * triggers run there too.)
+ */
+const sizeOf = (row: string): string => `length(CAST(${row}messages AS BLOB)) + length(CAST(${row}answer AS BLOB))`;
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE accounts (
@@ -139,6 +148,31 @@ const MIGRATIONS: readonly string[] = [
    BEGIN
      UPDATE vector_seq SET n = n + 1;
      INSERT INTO removed_vectors (seq, id, account_id, context_hash) SELECT n, OLD.id, OLD.account_id, OLD.context_hash FROM vector_seq;
+   END;`,
+  // What each account keeps, for its plan's storage limits: kept by triggers in the transaction of
+  // every write of an entry (also one made with the sqlite3 shell), and counted here for the
+  // entries already stored. Bytes: the messages' JSON and the answer, in UTF-8 (see quota.ts).
+  `CREATE TABLE account_storage (
+     account_id TEXT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+     entries INTEGER NOT NULL DEFAULT 0,
+     bytes INTEGER NOT NULL DEFAULT 0
+   );
+   INSERT INTO account_storage (account_id, entries, bytes)
+     SELECT account_id, count(*), sum(${sizeOf('')}) FROM entries GROUP BY account_id;
+   CREATE TRIGGER entries_storage_insert AFTER INSERT ON entries
+   BEGIN
+     INSERT INTO account_storage (account_id, entries, bytes) VALUES (NEW.account_id, 1, ${sizeOf('NEW.')})
+       ON CONFLICT (account_id) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes;
+   END;
+   CREATE TRIGGER entries_storage_delete AFTER DELETE ON entries
+   BEGIN
+     UPDATE account_storage SET entries = entries - 1, bytes = bytes - (${sizeOf('OLD.')}) WHERE account_id = OLD.account_id;
+   END;
+   CREATE TRIGGER entries_storage_update AFTER UPDATE OF account_id, messages, answer ON entries
+   BEGIN
+     UPDATE account_storage SET entries = entries - 1, bytes = bytes - (${sizeOf('OLD.')}) WHERE account_id = OLD.account_id;
+     INSERT INTO account_storage (account_id, entries, bytes) VALUES (NEW.account_id, 1, ${sizeOf('NEW.')})
+       ON CONFLICT (account_id) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes;
    END;`,
 ];
 
@@ -308,6 +342,7 @@ const CACHED_ANSWER_CHARS = 4096;
 
 interface PendingPut {
   entry: NewEntry;
+  limits: StorageLimits | null;
   resolve: (e: Entry) => void;
   reject: (err: unknown) => void;
   /** When it stops waiting for the write lock (ms since the epoch). */
@@ -397,6 +432,10 @@ export class SqliteStore implements Store {
         'SELECT * FROM entries WHERE account_id = ? AND public_id = ? AND (expires_at IS NULL OR expires_at > ?)',
       ),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
+      storage: db.prepare<[string], StorageUse>('SELECT entries, bytes FROM account_storage WHERE account_id = ?'),
+      entrySize: db.prepare<[string, string], { bytes: number }>(
+        `SELECT ${sizeOf('')} AS bytes FROM entries WHERE account_id = ? AND exact_hash = ?`,
+      ),
       hit: db.prepare(
         'UPDATE entries SET usage_count = usage_count + ?, last_hit_at = ?, lookup_ms_total = lookup_ms_total + ? WHERE id = ? AND created_at = ?',
       ),
@@ -652,9 +691,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  putEntry(entry: NewEntry): Promise<Entry> {
+  putEntry(entry: NewEntry, limits: StorageLimits | null = null): Promise<Entry> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ entry, resolve, reject, deadline: Date.now() + this.lockWaitMs });
+      this.pending.push({ entry, limits, resolve, reject, deadline: Date.now() + this.lockWaitMs });
       this.scheduleFlush();
     });
   }
@@ -698,9 +737,9 @@ export class SqliteStore implements Store {
       batch = batch.concat(this.pending);
       this.pending = [];
       if (batch.length === 0) return;
-      let results: (Entry | AccountGoneError)[];
+      let results: (Entry | AccountGoneError | StorageQuotaError)[];
       try {
-        results = this.commitPuts(batch.map((p) => p.entry));
+        results = this.commitPuts(batch);
       } catch (err) {
         busy = err;
         throw err;
@@ -709,8 +748,8 @@ export class SqliteStore implements Store {
       const done = batch;
       batch = [];
       done.forEach((p, i) => {
-        const r = results[i] as Entry | AccountGoneError;
-        if (r instanceof AccountGoneError) p.reject(r);
+        const r = results[i] as Entry | AccountGoneError | StorageQuotaError;
+        if (r instanceof AccountGoneError || r instanceof StorageQuotaError) p.reject(r);
         else p.resolve(r);
       });
     };
@@ -724,27 +763,42 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Writes a batch of stores in one transaction. A store for an account deleted meanwhile (by the
-   * CLI, after its request was let in) is refused on its own: the others of the batch are written.
+   * Writes a batch of stores in one transaction. A store refused alone (its error in place of its
+   * entry) leaves the others of the batch to be written: one for an account deleted meanwhile (by
+   * the CLI, after its request was let in), or one that would take its account past a limit. The
+   * limits are checked inside the transaction, which this connection alone writes: exact, also for
+   * several stores of one account in the batch.
    */
-  private commitPuts(entries: readonly NewEntry[]): (Entry | AccountGoneError)[] {
-    const results: (Entry | AccountGoneError)[] = [];
+  private commitPuts(puts: readonly { entry: NewEntry; limits: StorageLimits | null }[]): (Entry | AccountGoneError | StorageQuotaError)[] {
+    const results: (Entry | AccountGoneError | StorageQuotaError)[] = [];
+    const entries = puts.map((p) => p.entry);
     this.db
       .transaction(() => {
         const live = new Map<string, boolean>();
-        for (const e of entries) {
+        for (const { entry: e, limits } of puts) {
           let known = live.get(e.accountId);
           if (known === undefined) live.set(e.accountId, (known = this.stmts.accountExists.get(e.accountId) !== undefined));
           if (!known) {
             results.push(new AccountGoneError(e.accountId));
             continue;
           }
+          const messages = JSON.stringify(e.messages);
+          if (limited(limits)) {
+            const use = this.stmts.storage.get(e.accountId) ?? { entries: 0, bytes: 0 };
+            const before = this.stmts.entrySize.get(e.accountId, e.exactHash);
+            const added = { entries: before ? 0 : 1, bytes: storedBytes(messages, e.answer) - (before?.bytes ?? 0) };
+            const refusal = storageRefusal(limits, { entries: use.entries + added.entries, bytes: use.bytes + added.bytes }, added);
+            if (refusal) {
+              results.push(refusal);
+              continue;
+            }
+          }
           const row = this.stmts.upsertEntry.get(
             e.accountId,
             e.exactHash,
             e.contextHash,
             e.prefixHash,
-            JSON.stringify(e.messages),
+            messages,
             e.queryText,
             e.prefixText,
             e.answer,
@@ -765,6 +819,11 @@ export class SqliteStore implements Store {
     // At once after the commit: heads read while the batch waited for the lock are the old ones.
     for (const e of entries) this.entryCache.delete(`${e.accountId}\u0000${e.exactHash}`);
     return results;
+  }
+
+  async getStorage(accountId: string): Promise<StorageUse> {
+    const r = this.stmts.storage.get(accountId);
+    return { entries: r?.entries ?? 0, bytes: r?.bytes ?? 0 };
   }
 
   async getEntryByHash(accountId: string, exactHash: string): Promise<EntryHead | null> {
@@ -864,13 +923,15 @@ export class SqliteStore implements Store {
     );
   }
 
-  async deleteExpired(now: string, limit: number): Promise<DeletedEntry[]> {
+  async deleteExpired(now: string, limit: number, accountId?: string): Promise<DeletedEntry[]> {
+    const ofAccount = accountId === undefined ? '' : 'AND account_id = ?';
     const stmt = this.db.prepare(
-      `DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)
+      `DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= ? ${ofAccount} LIMIT ?)
        RETURNING id, account_id, context_hash`,
     );
+    const args = accountId === undefined ? [now, limit] : [now, accountId, limit];
     const rows = await this.write(() => {
-      const deleted = stmt.all(now, limit) as { id: number; account_id: string; context_hash: string }[];
+      const deleted = stmt.all(...args) as { id: number; account_id: string; context_hash: string }[];
       this.entryCache.clear();
       return deleted;
     });

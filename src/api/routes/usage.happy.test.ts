@@ -79,6 +79,16 @@ describe('GET /api/v1/usage', () => {
     assert.deepEqual(u.performance, { fast_responses: 3, smart_responses: 0, estimated_cost_savings: '$3.00' });
   });
 
+  test("storage is what the account keeps now, whatever the period, with its plan's limits", async () => {
+    const key = await t.key(undefined, 'pro');
+    const messages = [user('Où est la gare ?')];
+    await t.post('/api/v1/store', { messages, answer: 'À gauche.' }, key);
+    const bytes = Buffer.byteLength(JSON.stringify(messages)) + Buffer.byteLength('À gauche.');
+    const expected = { entries: 1, stored_bytes: bytes, max_entries: 100_000, max_stored_bytes: 1024 * 1024 * 1024 };
+    assert.deepEqual((await t.get('/api/v1/usage', key)).json().storage, expected);
+    assert.deepEqual((await t.get('/api/v1/usage?to=2000-01-01', key)).json().storage, expected);
+  });
+
   test('store and usage requests are not check requests', async () => {
     const key = await t.key();
     await t.post('/api/v1/store', { messages: [user('x')], answer: 'y' }, key);

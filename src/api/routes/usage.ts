@@ -68,7 +68,7 @@ export async function usageBody(ctx: AppContext, account: Account, query: UsageQ
     fromMs === undefined ? undefined : new Date(Math.min(Math.floor(fromMs / HOUR_MS) * HOUR_MS, LAST_INSTANT)).toISOString();
   const to = toMs === undefined ? undefined : new Date(Math.min(Math.ceil(toMs / HOUR_MS) * HOUR_MS, LAST_INSTANT)).toISOString();
   const granularity = query.granularity;
-  const u = await ctx.cache.usage(account, hourFloor, to, granularity);
+  const [u, storage] = await Promise.all([ctx.cache.usage(account, hourFloor, to, granularity), ctx.cache.storage(account)]);
   const series = u.series
     ? u.series.map((p) => ({
         start: p.start,
@@ -100,6 +100,12 @@ export async function usageBody(ctx: AppContext, account: Account, query: UsageQ
     },
     tokens_saved: u.tokensSaved,
     stores: u.stores,
+    storage: {
+      entries: storage.entries,
+      stored_bytes: storage.bytes,
+      max_entries: storage.maxEntries,
+      max_stored_bytes: storage.maxStoredBytes,
+    },
     period: { from: hourFloor ?? null, to: to ?? null },
     ...(series ? { granularity, series } : {}),
   };

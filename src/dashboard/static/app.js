@@ -6,6 +6,13 @@
 
   const fmtInt = (n) => Number(n).toLocaleString('en-US');
   const plural = (n, one, many) => `${fmtInt(n)} ${n === 1 ? one : many}`;
+  // Bytes in binary units, as the plans' limits are given (100 MiB).
+  const fmtBytes = (n) => {
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) ((n /= 1024), i++);
+    return `${i === 0 ? n : Number(n.toFixed(n < 10 ? 1 : 0))}\u00a0${units[i]}`;
+  };
   const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
   const esc = (s) =>
     String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
@@ -69,6 +76,16 @@
     return `<div class="stat${highlight ? ' highlight' : ''}"><div class="label">${esc(label)}</div><div class="value">${esc(value)}</div>${sub ? `<div class="sub">${esc(sub)}</div>` : ''}</div>`;
   }
 
+  // What the account keeps, against its plan's limits (null: none). At a limit, stores are refused
+  // until entries are deleted.
+  function storageStat(s) {
+    const of = (limit, fmt) => (limit === null ? '' : ` of ${fmt(limit)}`);
+    const full =
+      (s.max_entries !== null && s.entries >= s.max_entries) || (s.max_stored_bytes !== null && s.stored_bytes >= s.max_stored_bytes);
+    const sub = `entries${of(s.max_entries, fmtInt)}, ${fmtBytes(s.stored_bytes)}${of(s.max_stored_bytes, fmtBytes)}`;
+    return stat(full ? 'Storage (full)' : 'Storage', fmtInt(s.entries), sub);
+  }
+
   // `opts.quiet`: no requests in the window. A hit rate of 0% or no savings is still charted
   // when there were requests.
   function chart(el, series, data, opts = {}) {
@@ -107,6 +124,7 @@
       stat('Semantic hits', fmtInt(u.semantic_hits), 'smart responses'),
       stat('Avg lookup', `${u.average_lookup_time_ms} ms`, 'server side'),
       stat('Estimated savings', saved, `${fmtInt(u.tokens_saved)} tokens not generated`, true),
+      storageStat(u.storage),
     ].join('');
     for (const c of state.charts) c.destroy();
     state.charts = [];
