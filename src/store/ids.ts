@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { EntryOrder } from './interface.ts';
+import type { EntryOrder, NewEntry } from './interface.ts';
 
 const ALPHABET = 'abcdefghijkmnopqrstuvwxyz23456789';
 
@@ -26,6 +26,34 @@ export function newPublicId(): number {
 
 export function vectorToBuffer(v: Float32Array): Buffer {
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
+
+/**
+ * The values of an entry's INSERT, in the order both stores name the columns: account_id,
+ * exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text, answer, model, tokens,
+ * embedder_id, vector, prefix_vector, created_at, expires_at, namespace, public_id (a new one).
+ * `messages` is the messages' JSON, when the caller has made it already.
+ */
+export function entryValues(e: NewEntry, messages = JSON.stringify(e.messages)): unknown[] {
+  return [
+    e.accountId,
+    e.exactHash,
+    e.contextHash,
+    e.prefixHash,
+    messages,
+    e.queryText,
+    e.prefixText,
+    e.answer,
+    e.model,
+    e.tokens,
+    e.embedderId,
+    e.vector ? vectorToBuffer(e.vector) : null,
+    e.prefixVector ? vectorToBuffer(e.prefixVector) : null,
+    e.createdAt,
+    e.expiresAt,
+    e.namespace,
+    newPublicId(),
+  ];
 }
 
 export function bufferToVector(b: Uint8Array): Float32Array {

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { AUTH_CHANNEL, KeyCache } from './pg-key-cache.ts';
 import type { Message } from '../cache/canonical.ts';
-import { bufferToVector, newId, newPublicId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
+import { bufferToVector, entryValues, newId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
 import { limited, storageRefusal, type StorageLimits, type StorageUse } from './quota.ts';
 import {
   AccountGoneError,
@@ -609,25 +609,7 @@ export class PostgresStore implements Store {
   }
 
   private async upsertEntry(e: NewEntry, limits: StorageLimits | null): Promise<Entry> {
-    const values = [
-      e.accountId,
-      e.exactHash,
-      e.contextHash,
-      e.prefixHash,
-      JSON.stringify(e.messages),
-      e.queryText,
-      e.prefixText,
-      e.answer,
-      e.model,
-      e.tokens,
-      e.embedderId,
-      e.vector ? vectorToBuffer(e.vector) : null,
-      e.prefixVector ? vectorToBuffer(e.prefixVector) : null,
-      e.createdAt,
-      e.expiresAt,
-      e.namespace,
-      newPublicId(),
-    ];
+    const values = entryValues(e);
     if (!limited(limits)) {
       return this.tx(async (c) => this.putWritten(c, (await c.query(`${INSERT_ENTRY_SQL} ${UPSERT_ENTRY_SQL}`, values)).rows[0] as Row));
     }

@@ -4,7 +4,7 @@ import { setImmediate as nextPass, setTimeout as sleep } from 'node:timers/promi
 import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
 import { Lru } from '../util/lru.ts';
-import { bufferToVector, newId, newPublicId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
+import { bufferToVector, entryValues, newId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
 import { limited, StorageQuotaError, storageRefusal, storedBytes, type StorageLimits, type StorageUse } from './quota.ts';
 import {
   AccountGoneError,
@@ -793,25 +793,7 @@ export class SqliteStore implements Store {
               continue;
             }
           }
-          const row = this.stmts.upsertEntry.get(
-            e.accountId,
-            e.exactHash,
-            e.contextHash,
-            e.prefixHash,
-            messages,
-            e.queryText,
-            e.prefixText,
-            e.answer,
-            e.model,
-            e.tokens,
-            e.embedderId,
-            e.vector ? vectorToBuffer(e.vector) : null,
-            e.prefixVector ? vectorToBuffer(e.prefixVector) : null,
-            e.createdAt,
-            e.expiresAt,
-            e.namespace,
-            newPublicId(),
-          ) as EntryRow;
+          const row = this.stmts.upsertEntry.get(...entryValues(e, messages)) as EntryRow;
           results.push(toEntry(row));
         }
       })
