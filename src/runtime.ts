@@ -22,7 +22,7 @@ import { RedisRateLimiter } from './limits/redis.ts';
 import { IndexSync } from './cache/sync.ts';
 import { waitAtMost } from './util/time.ts';
 import { Redis } from 'ioredis';
-import { HybridIndex, loadSnapshot, saveSnapshot } from './vector/hnsw.ts';
+import { HybridIndex, loadSnapshot, saveSnapshot, snapshotToken } from './vector/hnsw.ts';
 
 /** The package version, read from package.json (one level up from src/, two from dist/src/). */
 export const VERSION: string = (() => {
@@ -86,6 +86,22 @@ function lockEmbeddedDataDir(config: Config): DataDirLock | null {
         ? `${err.message}; stop it, or give this server its own REPRISE_DATA_DIR (the CLI may be used while a server runs)`
         : (err as Error).message;
     throw new StoreOpenError(`cannot open the store at REPRISE_DATA_DIR (${sqlitePath(config)}): ${why}`, { cause: err });
+  }
+}
+
+/**
+ * A cluster node's data directory, for its index snapshot, when no other server holds it (nodes
+ * may share one: then none of them keeps a snapshot); null otherwise, said in the log.
+ */
+function takeNodeSnapshotDir(config: Config, log: RuntimeLog | undefined): { dir: string; lock: DataDirLock } | null {
+  try {
+    return { dir: path.join(config.dataDir, 'index'), lock: lockDataDir(config.dataDir) };
+  } catch (err) {
+    log?.info(
+      { err: err instanceof DataDirInUseError ? undefined : err, data_dir: config.dataDir },
+      'the data directory is in use by another server, or cannot be written: this node keeps no index snapshot and reads the index from PostgreSQL at each start',
+    );
+    return null;
   }
 }
 
@@ -241,7 +257,24 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
           },
         })
       : null;
-  await sync?.mark();
+  // A cluster node keeps a snapshot of its own index in its data directory, when it has the
+  // directory to itself: saved at shutdown with the change number it reflects, and kept once
+  // loaded, so that a node restarted (a rolling deploy) or restarted after a crash loads it and
+  // applies the changes since from the change log, instead of reading every vector from
+  // PostgreSQL. Loaded only when PostgreSQL has a record of it (the same database, not one restored
+  // from an older backup) and the change log still holds every change after it (a week).
+  const nodeSnapshot = store instanceof PostgresStore && sync && embedder ? takeNodeSnapshotDir(config, opts.log) : null;
+  let nodeToken: string | null = null;
+  if (nodeSnapshot && sync && embedder && store instanceof PostgresStore) {
+    const token = snapshotToken(nodeSnapshot.dir);
+    const seq = token === null ? null : await store.snapshotSeq(token);
+    const { first } = await store.changeBounds();
+    if (seq !== null && seq >= first - 1 && loadSnapshot(index, nodeSnapshot.dir, embedder.id, token, true) !== null) {
+      nodeToken = token;
+      sync.markAt(seq);
+    } else rmSync(nodeSnapshot.dir, { recursive: true, force: true });
+  }
+  if (nodeToken === null) await sync?.mark();
   // On the embedded store the index is saved at shutdown and loaded at start; then what changed
   // in the database after the snapshot was saved is read: the vectors removed since (deleted,
   // expired), and the entries whose vectors were written since. The snapshot stays on disk until
@@ -289,6 +322,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const loadStarted = performance.now();
   const indexLoaded = cache
     .loadIndex(watermark ?? 0, {
+      fromChanges: nodeToken !== null,
       signal: background.signal,
       onError: (err) => opts.log?.warn({ err }, 'loading the semantic index: the store does not answer; trying again'),
       beforeReady: async () => {
@@ -425,6 +459,18 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         saveSnapshot(index, snapshot.dir, snapshot.tag, token, seq);
         await snapshot.store.setSnapshotToken(token, seq);
       }
+      if (nodeSnapshot && sync && embedder && store instanceof PostgresStore && cache.indexReady) {
+        // Recorded in PostgreSQL once the snapshot is whole on disk, as on the embedded store.
+        const token = randomUUID();
+        const seq = sync.appliedThrough;
+        try {
+          saveSnapshot(index, nodeSnapshot.dir, embedder.id, token, seq);
+          await store.recordSnapshot(token, seq, nodeToken);
+        } catch (err) {
+          opts.log?.warn({ err }, 'the semantic index snapshot was not saved; the next start reads the index from PostgreSQL');
+        }
+      }
+      nodeSnapshot?.lock.release();
       if (opts.embedder === undefined && embedder) await embedder.close();
       await store.close();
       lock?.release();

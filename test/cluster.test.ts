@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -237,5 +237,70 @@ describe('cluster: the CLI against PostgreSQL', { skip: skipReason('DATABASE_URL
       JSON.parse(listed.stdout).map((a: { name: string }) => a.name),
       ['acme'],
     );
+  });
+});
+
+describe('cluster: a node restarted loads its own index snapshot and applies the changes made meanwhile', { skip }, () => {
+  const { schema, drop } = freshSchema();
+  const other = freshSchema();
+  after(async () => {
+    await drop();
+    await other.drop();
+    await closeSharedEmbedder();
+  });
+
+  test('the snapshot saved at its shutdown, then the stores and deletes of the other node; none beside another database', async () => {
+    const shared = {
+      REPRISE_EMBEDDER: 'none',
+      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
+      REPRISE_PG_SCHEMA: schema,
+      REDIS_URL: serviceUrl('REDIS_URL') as string,
+      REPRISE_REDIS_PREFIX: uniquePrefix(),
+    };
+    const aDir = tempDir();
+    const configA = loadConfig({ ...shared, REPRISE_DATA_DIR: aDir });
+    const embedder = await sharedEmbedder();
+    let a: TestApp | null = await startTestApp({ config: configA, embedder, keepData: true });
+    const b = await startTestApp({ config: loadConfig({ ...shared, REPRISE_DATA_DIR: tempDir() }), embedder, keepData: true });
+    const paraphrase = async (node: TestApp, key: string, question: string) =>
+      (await node.post('/api/v1/check', { messages: [user(question)], similarity_threshold: 0.6 }, key)).json();
+    try {
+      const key = await a.key('node-snapshot');
+      const spider = (
+        await a.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key)
+      ).json();
+      await a.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+      await a.close();
+      a = null;
+      assert.ok(existsSync(path.join(aDir, 'index', 'manifest.json')), 'the node saved its index at shutdown');
+
+      // While A is down, B stores one entry and deletes another.
+      await b.post('/api/v1/store', { messages: [user('What is the boiling point of water at sea level?')], answer: '100 °C.' }, key);
+      const deleted = await b.app.inject({
+        method: 'DELETE',
+        url: `/api/v1/entries/${spider.entry_id}`,
+        headers: { authorization: `Bearer ${key}` },
+      });
+      assert.equal(deleted.statusCode, 200);
+
+      a = await startTestApp({ config: configA, embedder, keepData: true });
+      assert.equal(a.runtime.vectorsFromSnapshot, 2);
+      await a.runtime.indexLoaded;
+      // The snapshot's two, less the deleted one, and the one B stored.
+      assert.equal(a.runtime.index.size, 2);
+      assert.equal((await paraphrase(a, key, 'At sea level, what is the boiling point of water?')).answer, '100 °C.');
+      assert.equal((await paraphrase(a, key, 'Which planet is called the Red Planet?')).answer, 'Mars.');
+      assert.equal((await paraphrase(a, key, 'How many legs do spiders have?')).cache_hit, false);
+      await a.close();
+      a = null;
+
+      // The same directory beside another database: its snapshot is not that database's.
+      a = await startTestApp({ config: loadConfig({ ...shared, REPRISE_PG_SCHEMA: other.schema, REPRISE_DATA_DIR: aDir }), embedder });
+      assert.equal(a.runtime.vectorsFromSnapshot, 0);
+      assert.equal(a.runtime.index.size, 0);
+    } finally {
+      await a?.close();
+      await b.close();
+    }
   });
 });

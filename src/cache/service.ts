@@ -46,6 +46,11 @@ const MAX_CANDIDATES = 512;
 const MISSING = {} as Entry;
 
 export interface LoadOptions {
+  /**
+   * The index holds a snapshot that `beforeReady` brings up to date (a cluster node's, from the
+   * change log): nothing is read from the store.
+   */
+  fromChanges?: boolean;
   /** Rows read from the store at a time. */
   batch?: number;
   /** How long the load works before it lets requests through. */
@@ -229,7 +234,7 @@ export class CacheService {
     const { signal, batch = 250, sliceMs = 2 } = opts;
     const changed = since > 0 ? store.changedVectors?.bind(store) : undefined;
     const removals = since > 0 ? store.removedVectors?.bind(store) : undefined;
-    if (since > 0 && (!changed || !removals)) throw new Error('this store cannot bring an index snapshot up to date');
+    if (since > 0 && !opts.fromChanges && (!changed || !removals)) throw new Error('this store cannot bring an index snapshot up to date');
     const removed = new Set<number>();
     this.loading = removed;
     let loaded = 0;
@@ -252,7 +257,7 @@ export class CacheService {
       }
     };
     if (await pause()) return loaded;
-    for (let after = since; removals;) {
+    for (let after = since; removals && !opts.fromChanges;) {
       const rows = await read(() => removals(after, batch));
       if (rows === null) return loaded;
       if (rows.length === 0) break;
@@ -262,7 +267,7 @@ export class CacheService {
         if (slice.used && (await pause())) return loaded;
       }
     }
-    for (let after = since; ;) {
+    for (let after = since; !opts.fromChanges;) {
       const rows = await read<ChangedVector | VectorRow>(() => (changed ? changed(after, batch) : store.scanVectors(after, batch)));
       if (rows === null) return loaded;
       if (rows.length === 0) break;

@@ -86,6 +86,14 @@ export class IndexSync {
     this.lastSeq = Math.max(0, last - START_LOOKBACK, first - 1);
   }
 
+  /**
+   * Call instead of `mark` when the index was loaded from a snapshot reflecting every change up to
+   * `seq`: the changes after it are applied (and, as in `mark`, some before it again).
+   */
+  markAt(seq: number): void {
+    this.lastSeq = Math.max(0, seq - START_LOOKBACK);
+  }
+
   async start(): Promise<void> {
     this.timer = setInterval(() => this.poke(), this.opts.pollMs ?? 1000);
     this.timer.unref();

@@ -338,10 +338,12 @@ describe('PostgreSQL storage counts of a database made by the version before sto
         await store.putEntry(entry(a.id, { answer: `réponse ${i}`, messages: [{ role: 'user', content: `質問 ${i}` }] }));
       await store.putEntry(entry(b.id, { answer: 'x'.repeat(1000) }));
       await store.close();
-      // Back to the version before: the last migration (the one that counts storage) undone, and
-      // an entry written as that version did, with nothing counting it.
+      // Back to the version before: the migration that counts storage (and the one after it, of
+      // index snapshot records) undone, and an entry written as that version did, with nothing
+      // counting it.
       await client.query(`DROP TRIGGER entries_storage ON entries; DROP FUNCTION entries_storage(); DROP TABLE account_storage;
-                          DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)`);
+                          DROP TABLE index_snapshots;
+                          DELETE FROM schema_migrations WHERE version >= (SELECT max(version) - 1 FROM schema_migrations)`);
       await client.query(
         `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text, answer, model, tokens, created_at)
          VALUES ($1, 'old', 'ctx', 'p', '[{"role":"user","content":"ancien"}]', 'ancien', '', 'déjà', 'm', 1, $2)`,

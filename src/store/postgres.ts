@@ -184,6 +184,15 @@ const MIGRATIONS: readonly string[] = [
    END $$;
    CREATE TRIGGER entries_storage AFTER INSERT OR DELETE OR UPDATE OF account_id, messages, answer ON entries
      FOR EACH ROW EXECUTE FUNCTION entries_storage();`,
+  // The vector index snapshots nodes saved at shutdown, each in its own data directory: the change
+  // number it reflects. A node loads its snapshot only when its token is here (saved beside this
+  // very database, not one restored from a backup made before) and the change log still holds
+  // every change after its number.
+  `CREATE TABLE index_snapshots (
+     token TEXT PRIMARY KEY,
+     seq BIGINT NOT NULL,
+     saved_at TIMESTAMPTZ NOT NULL DEFAULT now()
+   );`,
 ];
 
 /** An entry's insert, followed by what to do when the account has one of its exact hash. */
@@ -921,6 +930,27 @@ export class PostgresStore implements Store {
    * The oldest and the latest sequence numbers of the change log (0 and 0 when it is empty): the
    * numbers below the oldest were pruned, not taken by writes still to commit.
    */
+  /**
+   * The change number a node's index snapshot reflects, or null when this database has no record
+   * of it (see the index_snapshots table).
+   */
+  async snapshotSeq(token: string): Promise<number | null> {
+    const row = (await this.q('SELECT seq FROM index_snapshots WHERE token = $1', [token]))[0];
+    return row ? num(row.seq) : null;
+  }
+
+  /**
+   * Records a node's index snapshot, in place of the one it replaces (`previous`), and forgets
+   * those of any node saved before the change log's oldest change: too old to be brought up to date.
+   */
+  async recordSnapshot(token: string, seq: number, previous: string | null): Promise<void> {
+    await this.tx(async (c) => {
+      if (previous !== null) await c.query('DELETE FROM index_snapshots WHERE token = $1', [previous]);
+      await c.query('INSERT INTO index_snapshots (token, seq) VALUES ($1, $2)', [token, seq]);
+      await c.query('DELETE FROM index_snapshots WHERE seq < (SELECT MIN(seq) - 1 FROM entry_changes)');
+    });
+  }
+
   async changeBounds(): Promise<{ first: number; last: number }> {
     const row = (await this.q('SELECT COALESCE(MIN(seq), 0) AS f, COALESCE(MAX(seq), 0) AS l FROM entry_changes'))[0];
     return { first: num(row?.f), last: num(row?.l) };

@@ -529,6 +529,16 @@ function syncPath(p: string): void {
   }
 }
 
+/** The token of the snapshot in `dir` (see saveSnapshot), or null when there is none to read. */
+export function snapshotToken(dir: string): string | null {
+  try {
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Partial<Manifest>;
+    return typeof manifest.token === 'string' ? manifest.token : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Loads a snapshot written by `saveSnapshot` into an empty index. Returns its watermark (what
  * came after it is to be read from the store), or null when there is no usable snapshot: none,
