@@ -2,8 +2,10 @@ import { createInterface } from 'node:readline/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, type Config } from './config.ts';
 import { createKey } from './keys/keys.ts';
+import { planOf, type Plan } from './limits/plans.ts';
 import { openStore, sqlitePath, storeExists } from './runtime.ts';
-import type { Store } from './store/interface.ts';
+import type { Account, Store } from './store/interface.ts';
+import type { StorageUse } from './store/quota.ts';
 
 /** A command used wrongly: the message, then the help. */
 export class UsageError extends Error {}
@@ -19,7 +21,7 @@ Commands:
                                                  Create an API key (and the account if it is new)
   keys list --account NAME [--json]              List an account's keys
   keys revoke KEY_ID                             Revoke a key; the API rejects it at once
-  accounts list [--json]                         List accounts
+  accounts list [--json]                         List accounts, with the entries and bytes each keeps against its plan's limits
   accounts set-plan NAME PLAN                    Change the plan of an account (all its keys); running servers apply it at once
   accounts set-password NAME [--password-stdin]  Set the dashboard password of an account (asked for, or read from stdin)
   accounts delete NAME [--yes] [--json]          Delete an account and all its data for good: keys, dashboard sessions,
@@ -72,6 +74,51 @@ function unknownPlan(config: Config, plan: string): string {
 /** `n` and the noun, plural unless n is 1. */
 const count = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
+const thousands = (n: number): string => n.toLocaleString('en-US');
+
+/** Bytes as the dashboard shows them: B below a KiB, else KiB, MiB, GiB or TiB (a decimal below 10). */
+function bytesText(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) ((n /= 1024), i++);
+  return `${i === 0 ? n : Number(n.toFixed(n < 10 ? 1 : 0))} ${units[i]}`;
+}
+
+/** A plan's limits in a few words: its rate limit, then its storage limits. */
+function planText(plan: Plan): string {
+  const rate = plan.unlimited ? 'counted, never refused' : `${plan.requestsPerMinute} requests/minute, burst ${plan.burst}`;
+  const { maxEntries, maxStoredBytes } = plan;
+  const storage =
+    maxEntries === null && maxStoredBytes === null
+      ? 'no storage limits'
+      : `${maxEntries === null ? 'no limit on entries' : `${thousands(maxEntries)} entries`}, ` +
+        `${maxStoredBytes === null ? 'no limit on bytes' : bytesText(maxStoredBytes)}`;
+  return `${rate}; ${storage}`;
+}
+
+/**
+ * What an account keeps up to or beyond a limit of its plan, said in one line, or null: its stores
+ * of new conversations are refused until it deletes entries, and nothing is removed for it.
+ */
+function planFull(name: string, planName: string, plan: Plan, use: StorageUse): string | null {
+  const versus = (kept: number, limit: number, text: string, many: string, much: string): string =>
+    kept > limit ? `${text}, more than the ${many} plan ${planName} allows` : `${text}, as ${much} as plan ${planName} allows`;
+  const full =
+    plan.maxEntries !== null && use.entries >= plan.maxEntries
+      ? versus(use.entries, plan.maxEntries, count(use.entries, 'entry', 'entries'), thousands(plan.maxEntries), 'many')
+      : plan.maxStoredBytes !== null && use.bytes >= plan.maxStoredBytes
+        ? versus(use.bytes, plan.maxStoredBytes, `${bytesText(use.bytes)} of entries`, bytesText(plan.maxStoredBytes), 'much')
+        : null;
+  return (
+    full && `account ${name} keeps ${full}: its stores of new conversations are refused until it deletes entries (nothing was removed)`
+  );
+}
+
+/** What an account keeps and its plan's limits, as the usage body says them (null: no limit). */
+function storageJson(use: StorageUse, plan: Plan) {
+  return { entries: use.entries, stored_bytes: use.bytes, max_entries: plan.maxEntries, max_stored_bytes: plan.maxStoredBytes };
+}
+
 function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
   return rows
@@ -110,6 +157,8 @@ async function keysCommand(config: Config, args: string[], out: Out, err: Out): 
           else if (plan !== undefined && account.plan !== plan) {
             err(`reprise: the plan of account ${name} changed from ${account.plan} to ${plan}, for all its keys`);
             account = await store.updateAccount(account.id, { plan });
+            const over = account && planFull(name, plan, planOf(config.plans, plan), await store.getStorage(account.id));
+            if (over) err(`reprise: ${over}`);
           }
           if (!account) throw new Error(`account ${name} disappeared`);
           return createKey(store, account, values.name ?? null);
@@ -306,27 +355,30 @@ async function deleteAccount(config: Config, args: string[], out: Out, err: Out)
   );
 }
 
-async function setPlan(config: Config, args: string[], out: Out): Promise<void> {
+async function setPlan(config: Config, args: string[], out: Out, err: Out): Promise<void> {
   const { positionals } = parse('accounts set-plan', args, {}, 2);
   const [name, plan] = positionals;
   if (!name || !plan) throw new UsageError('accounts set-plan needs NAME and PLAN');
   if (!Object.hasOwn(config.plans, plan)) throw new UsageError(`accounts set-plan: ${unknownPlan(config, plan)}`);
-  const before = await withStore(config, async (store) => {
+  const { before, use } = await withStore(config, async (store) => {
     const account = await store.getAccountByName(name);
     if (!account) throw new CommandError(`no account named ${name}`);
     if (account.plan !== plan && !(await store.updateAccount(account.id, { plan }))) throw new CommandError(`no account named ${name}`);
-    return account.plan;
+    return { before: account.plan, use: await store.getStorage(account.id) };
   });
-  const limits = config.plans[plan];
-  const shown = limits?.unlimited ? 'counted, never refused' : `${limits?.requestsPerMinute} requests/minute, burst ${limits?.burst}`;
+  const limits = planOf(config.plans, plan);
+  const shown = planText(limits);
   if (before === plan) out(`Account ${name} is on plan ${plan} already (${shown}).`);
   else out(`Account ${name}: plan ${before} → ${plan} (${shown}), for all its keys.`);
+  // A smaller plan takes nothing away: the account's stores are refused until it deletes entries.
+  const over = planFull(name, plan, limits, use);
+  if (over) err(`reprise: ${over}`);
 }
 
 async function accountsCommand(config: Config, args: string[], out: Out, err: Out): Promise<void> {
   const [sub, ...rest] = args;
   if (sub === 'delete') return deleteAccount(config, rest, out, err);
-  if (sub === 'set-plan') return setPlan(config, rest, out);
+  if (sub === 'set-plan') return setPlan(config, rest, out, err);
   if (sub === 'set-password') {
     const { values, positionals } = parse('accounts set-password', rest, { 'password-stdin': { type: 'boolean', default: false } }, 1);
     const name = positionals[0];
@@ -352,12 +404,42 @@ async function accountsCommand(config: Config, args: string[], out: Out, err: Ou
   }
   if (sub !== 'list') throw new UsageError(`unknown accounts command ${sub ?? ''}; use list, set-plan, set-password or delete`);
   const { values } = parse('accounts list', rest, { json: { type: 'boolean', default: false } });
-  const accounts = await withStore(config, (store) => store.listAccounts());
+  // Each account with what it keeps, against its plan's storage limits.
+  const accounts = await withStore(config, async (store) => {
+    const listed: { account: Account; use: StorageUse; plan: Plan }[] = [];
+    for (const account of await store.listAccounts()) {
+      listed.push({ account, use: await store.getStorage(account.id), plan: planOf(config.plans, account.plan) });
+    }
+    return listed;
+  });
   if (values.json) {
-    out(JSON.stringify(accounts.map((a) => ({ id: a.id, name: a.name, plan: a.plan, created_at: a.createdAt }))));
+    out(
+      JSON.stringify(
+        accounts.map(({ account: a, use, plan }) => ({
+          id: a.id,
+          name: a.name,
+          plan: a.plan,
+          created_at: a.createdAt,
+          storage: storageJson(use, plan),
+        })),
+      ),
+    );
     return;
   }
-  out(table([['ID', 'NAME', 'PLAN', 'CREATED'], ...accounts.map((a) => [a.id, a.name, a.plan, a.createdAt])]));
+  const of = (limit: number | null, text: (n: number) => string) => (limit === null ? '' : ` of ${text(limit)}`);
+  out(
+    table([
+      ['ID', 'NAME', 'PLAN', 'ENTRIES', 'STORED', 'CREATED'],
+      ...accounts.map(({ account: a, use, plan }) => [
+        a.id,
+        a.name,
+        a.plan,
+        `${thousands(use.entries)}${of(plan.maxEntries, thousands)}`,
+        `${bytesText(use.bytes)}${of(plan.maxStoredBytes, bytesText)}`,
+        a.createdAt,
+      ]),
+    ]),
+  );
 }
 
 /** Runs a CLI command. Returns the process exit code. */

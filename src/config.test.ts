@@ -127,6 +127,61 @@ describe('configuration from the environment', () => {
     }
   });
 
+  test('a built-in plan in REPRISE_CONFIG keeps what the file leaves out; a new plan needs its rate limit, and says so', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'reprise-config-'));
+    try {
+      const file = path.join(dir, 'config.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          plans: {
+            // Only the storage limits: the rate limit (and, for `unlimited`, never refusing) stay the built-in plan's.
+            free: { max_entries: 500 },
+            pro: { burst: 2000, max_stored_bytes: 'unlimited' },
+            unlimited: { max_entries: 1_000_000 },
+            enterprise: { requests_per_minute: null, unlimited: false },
+          },
+        }),
+      );
+      const plans = loadConfig({ REPRISE_CONFIG: file }).plans;
+      assert.deepEqual(plans.free, {
+        requestsPerMinute: 60,
+        burst: 100,
+        unlimited: false,
+        maxEntries: 500,
+        maxStoredBytes: 100 * 1024 * 1024,
+      });
+      assert.deepEqual(plans.pro, { requestsPerMinute: 600, burst: 2000, unlimited: false, maxEntries: 100_000, maxStoredBytes: null });
+      assert.deepEqual(plans.unlimited, {
+        requestsPerMinute: 6000,
+        burst: 10_000,
+        unlimited: true,
+        maxEntries: 1_000_000,
+        maxStoredBytes: null,
+      });
+      assert.equal(plans.enterprise?.requestsPerMinute, 6000);
+
+      for (const [spec, says] of [
+        [{ max_entries: 50 }, 'plans.team.requests_per_minute is required for a plan that is not built in (a number >= 1)'],
+        [{ requests_per_minute: 100 }, 'plans.team.burst is required for a plan that is not built in (a number >= 1)'],
+        [{ requests_per_minute: 100, burst: 0 }, 'plans.team.burst must be a number >= 1; got 0'],
+        [{ requests_per_minute: '100', burst: 200 }, 'plans.team.requests_per_minute must be a number >= 1; got "100"'],
+        [{ requests_per_minute: 100, burst: 200, unlimited: 'yes' }, 'plans.team.unlimited must be true or false; got "yes"'],
+        [null, 'plans.team must be an object'],
+        [5, 'plans.team must be an object'],
+      ] as const) {
+        writeFileSync(file, JSON.stringify({ plans: { team: spec } }));
+        assert.throws(
+          () => loadConfig({ REPRISE_CONFIG: file }),
+          (err: unknown) => err instanceof ConfigError && err.variable === 'REPRISE_CONFIG' && err.message.includes(says),
+          says,
+        );
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('REPRISE_TRUST_PROXY: true is one proxy; a number of proxies; a list of proxy addresses', () => {
     assert.equal(loadConfig({}).trustProxy, false);
     assert.equal(loadConfig({ REPRISE_TRUST_PROXY: 'true' }).trustProxy, 1);

@@ -225,26 +225,53 @@ function storageLimit(v: unknown, where: string, fallback: number | null): numbe
   return v;
 }
 
+/**
+ * A plan's rate limit in the file: a number >= 1, or absent or null for `fallback` (the built-in
+ * plan's); a plan of another name has none to fall back on.
+ */
+function rateLimit(v: unknown, where: string, fallback: number | undefined): number {
+  if (v === undefined || v === null) {
+    if (fallback === undefined)
+      throw new ConfigError('REPRISE_CONFIG', `${where} is required for a plan that is not built in (a number >= 1)`);
+    return fallback;
+  }
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 1) {
+    throw new ConfigError('REPRISE_CONFIG', `${where} must be a number >= 1; got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/**
+ * The plans: the built-in ones, each overridden key by key by a plan of its name in the file (what
+ * the file leaves out, or sets to null, stays the built-in plan's: a file can set a plan's storage
+ * limits alone), and the file's plans of other names, which need their rate limit and otherwise
+ * get the `free` plan's storage limits.
+ */
 function mergePlans(file: FileConfig): PlanTable {
   const plans: PlanTable = ownKeysOnly(DEFAULT_PLANS);
   for (const [name, raw] of Object.entries(file.plans ?? {})) {
     if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name)) throw new ConfigError('REPRISE_CONFIG', `plan name ${name} is invalid`);
-    const spec = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      throw new ConfigError('REPRISE_CONFIG', `plans.${name} must be an object; got ${JSON.stringify(raw)}`);
+    }
+    const spec = raw as Record<string, unknown>;
     const stray = Object.keys(spec).find((k) => !PLAN_KEYS.includes(k));
     if (stray !== undefined) {
       throw new ConfigError('REPRISE_CONFIG', `plans.${name}: unknown key "${stray}"; expected ${PLAN_KEYS.join(', ')}`);
     }
-    const perMinute = positiveNumber(spec.requests_per_minute, `plans.${name}.requests_per_minute`);
-    const burst = positiveNumber(spec.burst, `plans.${name}.burst`);
-    if (perMinute < 1 || burst < 1) throw new ConfigError('REPRISE_CONFIG', `plans.${name}: limits must be >= 1`);
+    const builtIn = Object.hasOwn(DEFAULT_PLANS, name) ? DEFAULT_PLANS[name] : undefined;
+    const unlimited = spec.unlimited ?? builtIn?.unlimited ?? false;
+    if (typeof unlimited !== 'boolean') {
+      throw new ConfigError('REPRISE_CONFIG', `plans.${name}.unlimited must be true or false; got ${JSON.stringify(unlimited)}`);
+    }
     // Storage limits left out are the built-in plan's, or the free plan's for a plan of another name.
-    const builtIn = (Object.hasOwn(DEFAULT_PLANS, name) ? DEFAULT_PLANS[name] : DEFAULT_PLANS.free) as Plan;
+    const storage = builtIn ?? (DEFAULT_PLANS.free as Plan);
     plans[name] = {
-      requestsPerMinute: perMinute,
-      burst,
-      unlimited: spec.unlimited === true,
-      maxEntries: storageLimit(spec.max_entries, `plans.${name}.max_entries`, builtIn.maxEntries),
-      maxStoredBytes: storageLimit(spec.max_stored_bytes, `plans.${name}.max_stored_bytes`, builtIn.maxStoredBytes),
+      requestsPerMinute: rateLimit(spec.requests_per_minute, `plans.${name}.requests_per_minute`, builtIn?.requestsPerMinute),
+      burst: rateLimit(spec.burst, `plans.${name}.burst`, builtIn?.burst),
+      unlimited,
+      maxEntries: storageLimit(spec.max_entries, `plans.${name}.max_entries`, storage.maxEntries),
+      maxStoredBytes: storageLimit(spec.max_stored_bytes, `plans.${name}.max_stored_bytes`, storage.maxStoredBytes),
     };
   }
   return plans;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -49,7 +50,10 @@ function vectorsForgotten(server: ServerProcess): number[] {
 
 describe('accounts deleted and re-planned with the CLI while the server runs (SQLite)', () => {
   const dir = tempDir('reprise-accounts-');
-  const env = { REPRISE_DATA_DIR: dir, REPRISE_EMBED_WORKERS: '1' };
+  // A plan of small storage limits, to move an account to and from.
+  const configFile = path.join(tempDir('reprise-accounts-config-'), 'config.json');
+  writeFileSync(configFile, JSON.stringify({ plans: { two: { requests_per_minute: 6000, burst: 10_000, max_entries: 2 } } }));
+  const env = { REPRISE_DATA_DIR: dir, REPRISE_EMBED_WORKERS: '1', REPRISE_CONFIG: configFile };
   let server: ServerProcess | null = null;
   after(async () => {
     await server?.stop('SIGKILL');
@@ -179,19 +183,81 @@ describe('accounts deleted and re-planned with the CLI while the server runs (SQ
     assert.equal((await api(server.url, 'GET', '/api/v1/usage', key)).headers.get('x-ratelimit-limit'), '60');
     const changed = await runCli(['accounts', 'set-plan', 'planned', 'pro'], env);
     assert.equal(changed.code, 0, changed.stderr);
-    assert.equal(changed.stdout.trim(), 'Account planned: plan free → pro (600 requests/minute, burst 1000), for all its keys.');
+    assert.equal(
+      changed.stdout.trim(),
+      'Account planned: plan free → pro (600 requests/minute, burst 1000; 100,000 entries, 1 GiB), for all its keys.',
+    );
+    assert.equal(changed.stderr, '');
     assert.equal((await api(server.url, 'GET', '/api/v1/usage', key)).headers.get('x-ratelimit-limit'), '600');
     const same = await runCli(['accounts', 'set-plan', 'planned', 'pro'], env);
     assert.equal(same.code, 0, same.stderr);
-    assert.equal(same.stdout.trim(), 'Account planned is on plan pro already (600 requests/minute, burst 1000).');
+    assert.equal(same.stdout.trim(), 'Account planned is on plan pro already (600 requests/minute, burst 1000; 100,000 entries, 1 GiB).');
     const listed = JSON.parse((await runCli(['accounts', 'list', '--json'], env)).stdout) as { name: string; plan: string }[];
     assert.equal(listed.find((a) => a.name === 'planned')?.plan, 'pro');
+  });
+
+  test("set-plan to a plan of smaller storage limits: the running server refuses the next store of a new conversation, and the CLI says the account keeps more than the plan allows; accounts list shows each account's storage", async () => {
+    assert.ok(server);
+    const url = server.url;
+    const key = await keyOf('shrinking', 'pro');
+    const messages = ['What is the capital of France?', 'What is the capital of Spain?', 'What is the capital of Italy?'];
+    for (const q of messages)
+      assert.equal((await api(url, 'POST', '/api/v1/store', key, { messages: [user(q)], answer: 'A city.' })).status, 200);
+    const bytes = (await api(url, 'GET', '/api/v1/usage', key)).json.storage.stored_bytes as number;
+    const storageOf = async (name: string) => {
+      const listed = await runCli(['accounts', 'list', '--json'], env);
+      assert.equal(listed.code, 0, listed.stderr);
+      return (JSON.parse(listed.stdout) as { name: string; storage: unknown }[]).find((a) => a.name === name)?.storage;
+    };
+    assert.deepEqual(await storageOf('shrinking'), { entries: 3, stored_bytes: bytes, max_entries: 100_000, max_stored_bytes: 1024 ** 3 });
+
+    const smaller = await runCli(['accounts', 'set-plan', 'shrinking', 'two'], env);
+    assert.equal(smaller.code, 0, smaller.stderr);
+    assert.equal(
+      smaller.stdout.trim(),
+      'Account shrinking: plan pro → two (6000 requests/minute, burst 10000; 2 entries, 100 MiB), for all its keys.',
+    );
+    assert.equal(
+      smaller.stderr,
+      'reprise: account shrinking keeps 3 entries, more than the 2 plan two allows: its stores of new conversations are refused ' +
+        'until it deletes entries (nothing was removed)\n',
+    );
+    // At once, on the running server.
+    const refused = await api(url, 'POST', '/api/v1/store', key, { messages: [user('What is the capital of Peru?')], answer: 'Lima.' });
+    assert.equal(refused.status, 403);
+    assert.deepEqual(refused.json.error.details, { limit: 'max_entries', allowed: 2, current: 3, adding: 1 });
+    assert.deepEqual(await storageOf('shrinking'), { entries: 3, stored_bytes: bytes, max_entries: 2, max_stored_bytes: 100 * 1024 ** 2 });
+    const table = await runCli(['accounts', 'list'], env);
+    assert.equal(table.code, 0, table.stderr);
+    const [header, ...rows] = table.stdout.trim().split('\n');
+    assert.match(header ?? '', /^ID +NAME +PLAN +ENTRIES +STORED +CREATED$/);
+    assert.match(rows.find((r) => r.includes(' shrinking ')) ?? '', new RegExp(` two +3 of 2 +${bytes} B of 100 MiB +20\\d\\d-`));
+
+    const back = await runCli(['accounts', 'set-plan', 'shrinking', 'unlimited'], env);
+    assert.equal(back.code, 0, back.stderr);
+    assert.equal(
+      back.stdout.trim(),
+      'Account shrinking: plan two → unlimited (counted, never refused; no storage limits), for all its keys.',
+    );
+    assert.equal(back.stderr, '');
+    const stored = await api(url, 'POST', '/api/v1/store', key, { messages: [user('What is the capital of Peru?')], answer: 'Lima.' });
+    assert.equal(stored.status, 200, JSON.stringify(stored.json));
+    assert.deepEqual(await storageOf('shrinking'), {
+      entries: 4,
+      stored_bytes: bytes + Buffer.byteLength('[{"role":"user","content":"What is the capital of Peru?"}]Lima.'),
+      max_entries: null,
+      max_stored_bytes: null,
+    });
+    assert.match(
+      (await runCli(['accounts', 'list'], env)).stdout.split('\n').find((r) => r.includes(' shrinking ')) ?? '',
+      / unlimited +4 +\d+ B +20\d\d-/,
+    );
   });
 
   test('errors: an unknown plan as keys create says it, an unknown account in one line', async () => {
     const plan = await runCli(['accounts', 'set-plan', 'planned', 'platinum'], env);
     assert.equal(plan.code, 2);
-    assert.match(plan.stderr, /^reprise: accounts set-plan: unknown plan platinum; known plans: free, pro, enterprise, unlimited\n/);
+    assert.match(plan.stderr, /^reprise: accounts set-plan: unknown plan platinum; known plans: free, pro, enterprise, unlimited, two\n/);
     assert.match(plan.stderr, /Usage: reprise/);
     const inherited = await runCli(['accounts', 'set-plan', 'planned', 'toString'], env);
     assert.equal(inherited.code, 2);
@@ -282,14 +348,19 @@ describe(
       assert.equal(await a.runtime.ctx.store.getAccountByName('leaving'), null);
     });
 
-    test("set-plan reaches every node's rate limiter", async () => {
+    test("set-plan reaches every node's rate limiter and storage limits", async () => {
       const key = await a.key('planned', 'free');
-      for (const node of [a, b]) assert.equal((await node.get('/api/v1/usage', key)).headers['x-ratelimit-limit'], '60');
+      for (const node of [a, b]) {
+        const usage = await node.get('/api/v1/usage', key);
+        assert.equal(usage.headers['x-ratelimit-limit'], '60');
+        assert.equal(usage.json().storage.max_entries, 10_000);
+      }
       const changed = await runCli(['accounts', 'set-plan', 'planned', 'pro'], env);
       assert.equal(changed.code, 0, changed.stderr);
       assert.match(changed.stdout, /plan free → pro/);
       for (const node of [a, b]) {
         assert.ok(await eventually(async () => (await node.get('/api/v1/usage', key)).headers['x-ratelimit-limit'] === '600'));
+        assert.equal((await node.get('/api/v1/usage', key)).json().storage.max_entries, 100_000);
       }
     });
   },

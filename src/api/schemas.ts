@@ -257,7 +257,10 @@ export const usageResponseSchema = {
       },
     },
     tokens_saved: { type: 'integer', description: 'Extension.' },
-    stores: { type: 'integer', description: 'Extension: store requests in the period.' },
+    stores: {
+      type: 'integer',
+      description: 'Extension: stores taken in the period (not those refused, for a storage limit or otherwise).',
+    },
     storage: {
       type: 'object',
       description:

@@ -63,6 +63,8 @@ describe('POST /api/v1/store: the storage limits of the plan', () => {
     assert.equal(usage.storage.entries, 3);
     assert.equal(usage.storage.max_entries, 3);
     assert.equal(usage.storage.max_stored_bytes, null);
+    // Usage's stores are the stores taken.
+    assert.equal(usage.stores, 3);
     // A second refusal, and the metric counts both.
     assert.equal((await store(key, 'q5')).statusCode, 403);
     const metrics = (await t.get('/metrics')).body;
