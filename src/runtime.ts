@@ -89,6 +89,9 @@ function lockEmbeddedDataDir(config: Config): DataDirLock | null {
   }
 }
 
+/** Removals kept for the embedded store's snapshot, at least (see boundRemovals). */
+const REMOVALS_KEPT = 100_000;
+
 /**
  * A cluster node's data directory, for its index snapshot, when no other server holds it (nodes
  * may share one: then none of them keeps a snapshot); null otherwise, said in the log.
@@ -209,6 +212,10 @@ export interface RuntimeOptions {
   indexWaitMs?: number;
   /** How often an embedder that failed is tried again in the background until it embeds (default 1 s). */
   embedderProbeMs?: number;
+  /** How often expired entries are swept (default a minute). */
+  sweepMs?: number;
+  /** Removals kept for the embedded store's snapshot, at least (default 100,000; see boundRemovals). */
+  removalsKept?: number;
 }
 
 /** The composition root: picks every adapter from the configuration and wires them. */
@@ -394,7 +401,24 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   };
   if (opts.indexWaitMs === undefined) await indexLoaded;
   else if (opts.indexWaitMs > 0) await waitAtMost(opts.indexWaitMs, () => indexLoaded);
-  const sweeper = setInterval(() => void cache.sweepExpired().catch(() => undefined), 60_000);
+  // The removals a kept snapshot would be brought up to date with grow with every delete and expiry
+  // until the next shutdown saves a new one. Past as many as the index holds (100,000 at least),
+  // the snapshot is dropped with them: a start after a crash would then rebuild the index.
+  const boundRemovals = async (): Promise<void> => {
+    const removals = snapshot?.store.removedVectorCount() ?? 0;
+    if (!snapshot || !cache.indexReady || removals <= Math.max(opts.removalsKept ?? REMOVALS_KEPT, index.size)) return;
+    rmSync(snapshot.dir, { recursive: true, force: true });
+    await snapshot.store.forgetRemovedVectors(snapshot.store.vectorSeq());
+    opts.log?.info({ removals }, 'the index snapshot is dropped, with the removals made since it was saved; the next shutdown saves one');
+  };
+  const sweeper = setInterval(
+    () =>
+      void cache
+        .sweepExpired()
+        .then(boundRemovals)
+        .catch(() => undefined),
+    opts.sweepMs ?? 60_000,
+  );
   sweeper.unref();
 
   const ctx: AppContext = {

@@ -6,7 +6,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import type { Embedder } from '../src/embedding/interface.ts';
 import { createKey } from '../src/keys/keys.ts';
-import { createRuntime, type Runtime } from '../src/runtime.ts';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../src/runtime.ts';
 
 /** The temporary directories made by this test process, removed when it exits. */
 const made = new Set<string>();
@@ -53,11 +53,13 @@ export interface TestAppOptions {
   embedder?: Embedder | null;
   /** Keep the data dir after close (for restart tests). */
   keepData?: boolean;
+  /** Passed to createRuntime, beside the embedder. */
+  runtime?: Omit<RuntimeOptions, 'embedder'>;
 }
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const config = opts.config ?? testConfig(opts.env);
-  const runtime = await createRuntime(config, { embedder: opts.embedder ?? null });
+  const runtime = await createRuntime(config, { ...opts.runtime, embedder: opts.embedder ?? null });
   const app = await buildApp(runtime.ctx);
   const store = runtime.ctx.store;
   return {

@@ -8,6 +8,7 @@ import { dot } from '../src/cache/scorer.ts';
 import { vectorId } from '../src/cache/text-form.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, testConfig, user } from './helpers.ts';
+import { eventually } from './services.ts';
 
 describe('data survives a restart', () => {
   const config = testConfig();
@@ -109,6 +110,41 @@ describe('data survives a restart', () => {
       ).json();
       assert.equal(semantic.cache_type, 'semantic', JSON.stringify(semantic));
       assert.equal(semantic.answer, 'Eight.');
+    } finally {
+      await third.close();
+    }
+  });
+
+  test('the kept snapshot is dropped once the removals since it was saved outnumber the index, and saved anew at shutdown', async () => {
+    const embedder = await sharedEmbedder();
+    const own = testConfig();
+    const dir = path.join(own.dataDir, 'index');
+    const runtime = { sweepMs: 10, removalsKept: 1 };
+    const first = await startTestApp({ config: own, embedder, keepData: true, runtime });
+    const key = await first.key('removals');
+    const ids: number[] = [];
+    for (const q of ['How many legs does a spider have?', 'Which planet is known as the Red Planet?', 'What is the capital of France?'])
+      ids.push((await first.post('/api/v1/store', { messages: [user(q)], answer: 'A.' }, key)).json().entry_id);
+    await first.close();
+    assert.ok(existsSync(path.join(dir, 'manifest.json')));
+
+    const second = await startTestApp({ config: own, embedder, keepData: true, runtime });
+    const remove = (id: number | undefined) =>
+      second.app.inject({ method: 'DELETE', url: `/api/v1/entries/${id}`, headers: { authorization: `Bearer ${key}` } });
+    // Two removals, for an index of one.
+    assert.equal((await remove(ids[0])).statusCode, 200);
+    assert.equal((await remove(ids[1])).statusCode, 200);
+    assert.ok(await eventually(async () => !existsSync(dir)), 'the snapshot is dropped');
+    await second.close();
+    assert.ok(existsSync(path.join(dir, 'manifest.json')), 'and saved at shutdown');
+
+    const third = await startTestApp({ config: own, embedder, runtime });
+    try {
+      assert.equal(third.runtime.vectorsFromSnapshot, 1);
+      const hit = (
+        await third.post('/api/v1/check', { messages: [user('What is the capital city of France?')], similarity_threshold: 0.6 }, key)
+      ).json();
+      assert.equal(hit.entry_id, ids[2], JSON.stringify(hit));
     } finally {
       await third.close();
     }

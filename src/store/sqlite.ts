@@ -967,6 +967,10 @@ export class SqliteStore implements Store {
     return rows.map((r) => ({ seq: r.seq, id: r.id, accountId: r.account_id, contextHash: r.context_hash }));
   }
 
+  removedVectorCount(): number {
+    return this.db.prepare('SELECT count(*) FROM removed_vectors').pluck().get() as number;
+  }
+
   async forgetRemovedVectors(upToSeq: number): Promise<void> {
     const stmt = this.db.prepare('DELETE FROM removed_vectors WHERE seq <= ?');
     await this.write(() => stmt.run(upToSeq));
