@@ -404,12 +404,16 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // The removals a kept snapshot would be brought up to date with grow with every delete and expiry
   // until the next shutdown saves a new one. Past as many as the index holds (100,000 at least),
   // the snapshot is dropped with them: a start after a crash would then rebuild the index.
+  // Without an embedder there is no snapshot, and nothing to keep them for.
   const boundRemovals = async (): Promise<void> => {
-    const removals = snapshot?.store.removedVectorCount() ?? 0;
-    if (!snapshot || !cache.indexReady || removals <= Math.max(opts.removalsKept ?? REMOVALS_KEPT, index.size)) return;
-    rmSync(snapshot.dir, { recursive: true, force: true });
-    await snapshot.store.forgetRemovedVectors(snapshot.store.vectorSeq());
-    opts.log?.info({ removals }, 'the index snapshot is dropped, with the removals made since it was saved; the next shutdown saves one');
+    if (!(store instanceof SqliteStore) || (snapshot && !cache.indexReady)) return;
+    const removals = store.removedVectorCount();
+    if (removals <= (snapshot ? Math.max(opts.removalsKept ?? REMOVALS_KEPT, index.size) : 0)) return;
+    // The snapshot first: one left without its removals would be loaded after a crash.
+    if (snapshot) rmSync(snapshot.dir, { recursive: true, force: true });
+    await store.forgetRemovedVectors(store.vectorSeq());
+    if (snapshot)
+      opts.log?.info({ removals }, 'the index snapshot is dropped, with the removals made since it was saved; the next shutdown saves one');
   };
   const sweeper = setInterval(
     () =>

@@ -7,6 +7,7 @@ import { partitionOf, semanticKey } from '../src/cache/context.ts';
 import { dot } from '../src/cache/scorer.ts';
 import { vectorId } from '../src/cache/text-form.ts';
 import { createRuntime } from '../src/runtime.ts';
+import type { SqliteStore } from '../src/store/sqlite.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, testConfig, user } from './helpers.ts';
 import { eventually } from './services.ts';
 
@@ -147,6 +148,24 @@ describe('data survives a restart', () => {
       assert.equal(hit.entry_id, ids[2], JSON.stringify(hit));
     } finally {
       await third.close();
+    }
+  });
+
+  test('without an embedder, no removals are kept: there is no snapshot to bring up to date', async () => {
+    const app = await startTestApp({ runtime: { sweepMs: 10 } });
+    try {
+      const key = await app.key('no-embedder');
+      const stored = (await app.post('/api/v1/store', { messages: [user('kept for exact hits only')], answer: 'A.' }, key)).json();
+      const deleted = await app.app.inject({
+        method: 'DELETE',
+        url: `/api/v1/entries/${stored.entry_id}`,
+        headers: { authorization: `Bearer ${key}` },
+      });
+      assert.equal(deleted.statusCode, 200);
+      const store = app.runtime.ctx.store as SqliteStore;
+      assert.ok(await eventually(async () => store.removedVectorCount() === 0));
+    } finally {
+      await app.close();
     }
   });
 
