@@ -9,6 +9,7 @@ import { dot } from '../src/cache/scorer.ts';
 import { vectorId } from '../src/cache/text-form.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { closeSharedEmbedder, crashImage, sharedEmbedder, startTestApp, testConfig, user } from './helpers.ts';
+import { eventually } from './services.ts';
 
 describe('data survives a restart', () => {
   const config = testConfig();
@@ -161,6 +162,49 @@ describe('data survives a restart', () => {
       assert.equal(hit.answer, '100 °C.');
     } finally {
       await third.close();
+    }
+  });
+
+  test('with no index snapshot on disk, the vectors removed are not listed for one: an exact-only server does not keep them in its database', async () => {
+    // The list of removed vectors is read only to bring a snapshot up to date; with none on disk
+    // (no embedder has saved one), each delete and expiry added a row to the database for good.
+    const own = testConfig();
+    const first = await startTestApp({ config: own, keepData: true });
+    const key = await first.key('exact-only');
+    const remove = async (app: typeof first, n: number) => {
+      for (let i = 0; i < n; i++) {
+        const stored = (await app.post('/api/v1/store', { messages: [user(`Question ${n} ${i}?`)], answer: `Answer ${i}.` }, key)).json();
+        const deleted = await app.app.inject({
+          method: 'DELETE',
+          url: `/api/v1/entries/${stored.entry_id}`,
+          headers: { authorization: `Bearer ${key}` },
+        });
+        assert.equal(deleted.statusCode, 200);
+      }
+    };
+    await remove(first, 5);
+    await first.close();
+    assert.ok(!existsSync(path.join(own.dataDir, 'index')));
+
+    const runtime = await createRuntime(own, { embedder: null, sweepMs: 20 });
+    try {
+      const store = runtime.ctx.store;
+      assert.deepEqual(await store.removedVectors?.(0, 100), [], 'forgotten at start');
+      // And while it runs: those of its own deletes (here through the service) and of other
+      // processes (the CLI) go at the next sweep.
+      const account = await store.getAccountByName('exact-only');
+      assert.ok(account);
+      for (let i = 0; i < 5; i++) {
+        const stored = await runtime.ctx.cache.store(account, {
+          messages: [user(`Later question ${i}?`)],
+          answer: 'Later.',
+          model: 'gpt-4o',
+        });
+        assert.equal(await runtime.ctx.cache.deleteEntry(account, stored.entryId), true);
+      }
+      assert.ok(await eventually(async () => (await store.removedVectors?.(0, 100))?.length === 0), 'forgotten while it runs');
+    } finally {
+      await runtime.close();
     }
   });
 
