@@ -288,16 +288,29 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // the next shutdown replaces it, so a start after a crash loads it too, and reads more changes.
   // The database holds the token of the snapshot saved with it, so a snapshot beside another
   // database (one restored from a backup) is not loaded.
-  const snapshot = store instanceof SqliteStore && embedder ? { store, dir: path.join(config.dataDir, 'index'), tag: embedder.id } : null;
+  const snapshotDir = path.join(config.dataDir, 'index');
+  const snapshot = store instanceof SqliteStore && embedder ? { store, dir: snapshotDir, tag: embedder.id } : null;
   const watermark = snapshot ? loadSnapshot(index, snapshot.dir, snapshot.tag, snapshot.store.snapshotToken(), true) : null;
-  if (snapshot && watermark === null) {
-    // None was loaded: one left on disk (another embedder's) would not know of the removals
-    // forgotten here, were it loaded at a later start.
-    rmSync(snapshot.dir, { recursive: true, force: true });
-    await snapshot.store
-      .forgetRemovedVectors(snapshot.store.vectorSeq())
-      .catch((err: unknown) => opts.log?.warn({ err }, 'the list of removed vectors could not be emptied; it is at the next start'));
-  }
+  // None was loaded: one left on disk (another embedder's) would not know of the removals
+  // forgotten below, were it loaded at a later start.
+  if (snapshot && watermark === null) rmSync(snapshot.dir, { recursive: true, force: true });
+  // The vectors removed (deletes, expiries, moves to another partition) are listed in the database
+  // for the snapshot on disk, to be taken out of it at a start after a crash. With none there for
+  // a later start to load (this start loaded none; or, without an embedder, none is left by one),
+  // the list is emptied now and after each expiry sweep: it would otherwise keep a row for each
+  // delete and expiry until a snapshot is saved, for good on a server without an embedder.
+  const unlisted =
+    store instanceof SqliteStore && (snapshot ? watermark === null : !existsSync(path.join(snapshotDir, 'manifest.json'))) ? store : null;
+  const forgetRemovals = async (): Promise<void> => {
+    // Up to the number read now, before any snapshot is saved (at close, after the sweeps): the
+    // removals after the one it is saved at are kept for it.
+    await unlisted
+      ?.forgetRemovedVectors(unlisted.vectorSeq())
+      .catch((err: unknown) =>
+        opts.log?.warn({ err }, 'the list of removed vectors could not be emptied; it is tried again at the next sweep'),
+      );
+  };
+  await forgetRemovals();
   // Accounts deleted with the CLI leave the index (see `forgetDeletedAccounts`). Those of the
   // embedded store are deleted by another process: the server looks when another connection has
   // committed (read each second), and before it saves a snapshot; and here, for those deleted while
@@ -401,28 +414,26 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   };
   if (opts.indexWaitMs === undefined) await indexLoaded;
   else if (opts.indexWaitMs > 0) await waitAtMost(opts.indexWaitMs, () => indexLoaded);
-  // The removals a kept snapshot would be brought up to date with grow with every delete and expiry
-  // until the next shutdown saves a new one. Past as many as the index holds (100,000 at least),
-  // the snapshot is dropped with them: a start after a crash would then rebuild the index.
-  // Without an embedder there is no snapshot, and nothing to keep them for.
+  // The removals a snapshot on disk would be brought up to date with grow with every delete and
+  // expiry until the next shutdown saves a new one. Past as many as the index holds (100,000 at
+  // least), the snapshot is dropped with them: a start after a crash would then rebuild the index.
   const boundRemovals = async (): Promise<void> => {
-    if (!(store instanceof SqliteStore) || (snapshot && !cache.indexReady)) return;
+    if (!(store instanceof SqliteStore) || unlisted || (snapshot && !cache.indexReady)) return;
     const removals = store.removedVectorCount();
-    if (removals <= (snapshot ? Math.max(opts.removalsKept ?? REMOVALS_KEPT, index.size) : 0)) return;
+    if (removals <= Math.max(opts.removalsKept ?? REMOVALS_KEPT, index.size)) return;
     // The snapshot first: one left without its removals would be loaded after a crash.
-    if (snapshot) rmSync(snapshot.dir, { recursive: true, force: true });
+    rmSync(snapshotDir, { recursive: true, force: true });
     await store.forgetRemovedVectors(store.vectorSeq());
-    if (snapshot)
-      opts.log?.info({ removals }, 'the index snapshot is dropped, with the removals made since it was saved; the next shutdown saves one');
+    opts.log?.info({ removals }, 'the index snapshot is dropped, with the removals made since it was saved; the next shutdown saves one');
   };
-  const sweeper = setInterval(
-    () =>
-      void cache
-        .sweepExpired()
-        .then(boundRemovals)
-        .catch(() => undefined),
-    opts.sweepMs ?? 60_000,
-  );
+  const sweeper = setInterval(() => {
+    void cache
+      .sweepExpired()
+      .catch(() => undefined)
+      .then(() => (background.signal.aborted ? undefined : forgetRemovals()))
+      .then(() => (background.signal.aborted ? undefined : boundRemovals()))
+      .catch(() => undefined);
+  }, opts.sweepMs ?? 60_000);
   sweeper.unref();
 
   const ctx: AppContext = {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
@@ -17,6 +17,21 @@ export function tempDir(prefix = 'reprise-test-'): string {
   if (made.size === 0) process.once('exit', () => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
   made.add(dir);
   return dir;
+}
+
+/**
+ * What a server killed (SIGKILL) at this moment leaves of its data directory, copied to a new
+ * one: the database with its write-ahead log (every committed transaction, none after) and the
+ * index snapshot as it is on disk. The server of `dataDir` is left running; `env` is added to the
+ * configuration of the copy.
+ */
+export function crashImage(dataDir: string, env: Record<string, string> = {}): Config {
+  const to = tempDir('reprise-crashed-');
+  for (const name of ['reprise.db', 'reprise.db-wal', 'index']) {
+    const from = path.join(dataDir, name);
+    if (existsSync(from)) cpSync(from, path.join(to, name), { recursive: true });
+  }
+  return loadConfig({ REPRISE_DATA_DIR: to, REPRISE_EMBEDDER: 'none', ...env });
 }
 
 export function testConfig(env: Record<string, string> = {}): Config {

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import Database from 'better-sqlite3';
 import { partitionOf, semanticKey } from '../src/cache/context.ts';
 import { dot } from '../src/cache/scorer.ts';
 import { vectorId } from '../src/cache/text-form.ts';
 import { createRuntime } from '../src/runtime.ts';
-import type { SqliteStore } from '../src/store/sqlite.ts';
-import { closeSharedEmbedder, sharedEmbedder, startTestApp, testConfig, user } from './helpers.ts';
+import { closeSharedEmbedder, crashImage, sharedEmbedder, startTestApp, testConfig, user } from './helpers.ts';
 import { eventually } from './services.ts';
 
 describe('data survives a restart', () => {
@@ -151,21 +151,95 @@ describe('data survives a restart', () => {
     }
   });
 
-  test('without an embedder, no removals are kept: there is no snapshot to bring up to date', async () => {
-    const app = await startTestApp({ runtime: { sweepMs: 10 } });
+  test('upgraded from the version before the numbering of vector writes, whose newest entry was deleted: a store made after the upgrade is found after a crash', async () => {
+    const embedder = await sharedEmbedder();
+    const own = testConfig();
+    const first = await startTestApp({ config: own, embedder, keepData: true });
+    const key = await first.key('upgraded');
+    await first.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
+    const newest = (await first.post('/api/v1/store', { messages: [user('Who painted the Mona Lisa?')], answer: 'Leonardo.' }, key)).json();
+    const highest = Math.max(...(await first.runtime.ctx.store.scanVectors(0, 100)).map((r) => r.id));
+    const removed = await first.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/entries/${newest.entry_id}`,
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(removed.statusCode, 200);
+    await first.close();
+    // As the version before left it at its shutdown: the database without the numbering, and the
+    // snapshot's watermark the highest entry id the index had held (the deleted entry's).
+    const db = new Database(path.join(own.dataDir, 'reprise.db'));
+    db.exec(`DROP TRIGGER entries_storage_insert; DROP TRIGGER entries_storage_delete; DROP TRIGGER entries_storage_update;
+      DROP TABLE account_storage;
+      DROP TRIGGER entries_vector_inserted; DROP TRIGGER entries_vector_updated; DROP TRIGGER entries_vector_deleted;
+      DROP TABLE vector_seq; DROP TABLE removed_vectors; DROP INDEX entries_vector_seq; ALTER TABLE entries DROP COLUMN vector_seq;
+      DELETE FROM schema_migrations WHERE version >= 8;`);
+    db.close();
+    const manifest = path.join(own.dataDir, 'index', 'manifest.json');
+    writeFileSync(manifest, JSON.stringify({ ...JSON.parse(readFileSync(manifest, 'utf8')), watermark: highest }));
+
+    // This version's first start, a store, and the process killed.
+    const second = await startTestApp({ config: own, embedder, keepData: true });
+    assert.equal(second.runtime.vectorsFromSnapshot, 1);
+    const water = [user('What is the boiling point of water?')];
+    assert.deepEqual((await second.post('/api/v1/store', { messages: water, answer: '100 °C.' }, key)).json().cache_types_stored, [
+      'exact',
+      'semantic',
+    ]);
+    const crashed = crashImage(own.dataDir);
+    await second.close();
+
+    const third = await startTestApp({ config: crashed, embedder });
     try {
-      const key = await app.key('no-embedder');
-      const stored = (await app.post('/api/v1/store', { messages: [user('kept for exact hits only')], answer: 'A.' }, key)).json();
-      const deleted = await app.app.inject({
-        method: 'DELETE',
-        url: `/api/v1/entries/${stored.entry_id}`,
-        headers: { authorization: `Bearer ${key}` },
-      });
-      assert.equal(deleted.statusCode, 200);
-      const store = app.runtime.ctx.store as SqliteStore;
-      assert.ok(await eventually(async () => store.removedVectorCount() === 0));
+      assert.equal(third.runtime.vectorsFromSnapshot, 1, 'the snapshot is loaded again');
+      const hit = (await third.post('/api/v1/check', { messages: water, cache_types: ['semantic'] }, key)).json();
+      assert.equal(hit.cache_type, 'semantic', JSON.stringify(hit));
+      assert.equal(hit.answer, '100 °C.');
     } finally {
-      await app.close();
+      await third.close();
+    }
+  });
+
+  test('with no index snapshot on disk, the vectors removed are not listed for one: an exact-only server does not keep them in its database', async () => {
+    // The list of removed vectors is read only to bring a snapshot up to date; with none on disk
+    // (no embedder has saved one), each delete and expiry added a row to the database for good.
+    const own = testConfig();
+    const first = await startTestApp({ config: own, keepData: true });
+    const key = await first.key('exact-only');
+    const remove = async (app: typeof first, n: number) => {
+      for (let i = 0; i < n; i++) {
+        const stored = (await app.post('/api/v1/store', { messages: [user(`Question ${n} ${i}?`)], answer: `Answer ${i}.` }, key)).json();
+        const deleted = await app.app.inject({
+          method: 'DELETE',
+          url: `/api/v1/entries/${stored.entry_id}`,
+          headers: { authorization: `Bearer ${key}` },
+        });
+        assert.equal(deleted.statusCode, 200);
+      }
+    };
+    await remove(first, 5);
+    await first.close();
+    assert.ok(!existsSync(path.join(own.dataDir, 'index')));
+
+    const runtime = await createRuntime(own, { embedder: null, sweepMs: 20 });
+    try {
+      const store = runtime.ctx.store;
+      assert.deepEqual(await store.removedVectors?.(0, 100), [], 'forgotten at start');
+      // And while it runs: those of its own deletes (here through the service) and of other
+      // processes (the CLI) go at the next sweep.
+      const account = await store.getAccountByName('exact-only');
+      assert.ok(account);
+      for (let i = 0; i < 5; i++) {
+        const stored = await runtime.ctx.cache.store(account, {
+          messages: [user(`Later question ${i}?`)],
+          answer: 'Later.',
+          model: 'gpt-4o',
+        });
+        assert.equal(await runtime.ctx.cache.deleteEntry(account, stored.entryId), true);
+      }
+      assert.ok(await eventually(async () => (await store.removedVectors?.(0, 100))?.length === 0), 'forgotten while it runs');
+    } finally {
+      await runtime.close();
     }
   });
 

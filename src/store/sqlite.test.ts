@@ -126,6 +126,44 @@ describe('SQLite numbering of vector writes and removals', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test('a database of the version before whose newest entry was deleted: later writes are numbered after every id it gave', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    let store = new SqliteStore(file);
+    const a = await store.createAccount('upgraded-after-delete', 'free');
+    await store.putEntry(entry(a.id));
+    const newest = await store.putEntry(entry(a.id));
+    assert.ok(await store.deleteEntry(a.id, newest.publicId));
+    await store.close();
+    const db = new Database(file);
+    db.exec(`DROP TRIGGER entries_storage_insert; DROP TRIGGER entries_storage_delete; DROP TRIGGER entries_storage_update;
+      DROP TABLE account_storage;
+      DROP TRIGGER entries_vector_inserted; DROP TRIGGER entries_vector_updated; DROP TRIGGER entries_vector_deleted;
+      DROP TABLE vector_seq; DROP TABLE removed_vectors; DROP INDEX entries_vector_seq; ALTER TABLE entries DROP COLUMN vector_seq;
+      DELETE FROM schema_migrations WHERE version >= 8;`);
+    db.close();
+    store = new SqliteStore(file);
+    try {
+      // A snapshot that version saved took the highest id its index had held as its watermark:
+      // the deleted entry's. What is written after the upgrade comes after it.
+      assert.ok(store.vectorSeq() >= newest.id, `${store.vectorSeq()} < ${newest.id}`);
+      const later = await store.putEntry(entry(a.id));
+      assert.deepEqual(
+        (await store.changedVectors(newest.id, 100)).map((r) => r.id),
+        [later.id],
+      );
+      const gone = await store.deleteEntry(a.id, later.publicId);
+      assert.ok(gone);
+      assert.deepEqual(
+        (await store.removedVectors(newest.id, 100)).map((r) => r.id),
+        [later.id],
+      );
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('SQLite storage of accounts', () => {

@@ -118,9 +118,14 @@ const MIGRATIONS: readonly string[] = [
   // saved at number n is brought up to date after a crash from what came after n
   // (changedVectors, removedVectors). Triggers, so every writer of the file (a server of an earlier
   // version, the CLI) numbers its writes too. Existing rows keep their id as their number, which is
-  // what a snapshot saved before this version took as its watermark.
+  // what a snapshot saved before this version took as its watermark: the highest id its index had
+  // held, which may be that of an entry deleted since. So the sequence goes on from the highest id
+  // ever given (AUTOINCREMENT's), not from the highest left: a write numbered at or below that
+  // watermark would never be read into the index after a crash.
   `CREATE TABLE vector_seq (n INTEGER NOT NULL);
-   INSERT INTO vector_seq (n) SELECT COALESCE(MAX(id), 0) FROM entries;
+   INSERT INTO vector_seq (n) SELECT max(
+     COALESCE((SELECT MAX(id) FROM entries), 0),
+     COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'entries'), 0));
    ALTER TABLE entries ADD COLUMN vector_seq INTEGER;
    UPDATE entries SET vector_seq = id;
    CREATE INDEX entries_vector_seq ON entries(vector_seq);
