@@ -8,7 +8,7 @@ import { partitionOf, semanticKey } from '../src/cache/context.ts';
 import { dot } from '../src/cache/scorer.ts';
 import { vectorId } from '../src/cache/text-form.ts';
 import { createRuntime } from '../src/runtime.ts';
-import { closeSharedEmbedder, crashImage, sharedEmbedder, startTestApp, testConfig, user } from './helpers.ts';
+import { BEFORE_VECTOR_NUMBERING, closeSharedEmbedder, crashImage, sharedEmbedder, startTestApp, testConfig, user } from './helpers.ts';
 import { eventually } from './services.ts';
 
 describe('data survives a restart', () => {
@@ -169,11 +169,7 @@ describe('data survives a restart', () => {
     // As the version before left it at its shutdown: the database without the numbering, and the
     // snapshot's watermark the highest entry id the index had held (the deleted entry's).
     const db = new Database(path.join(own.dataDir, 'reprise.db'));
-    db.exec(`DROP TRIGGER entries_storage_insert; DROP TRIGGER entries_storage_delete; DROP TRIGGER entries_storage_update;
-      DROP TABLE account_storage;
-      DROP TRIGGER entries_vector_inserted; DROP TRIGGER entries_vector_updated; DROP TRIGGER entries_vector_deleted;
-      DROP TABLE vector_seq; DROP TABLE removed_vectors; DROP INDEX entries_vector_seq; ALTER TABLE entries DROP COLUMN vector_seq;
-      DELETE FROM schema_migrations WHERE version >= 8;`);
+    db.exec(BEFORE_VECTOR_NUMBERING);
     db.close();
     const manifest = path.join(own.dataDir, 'index', 'manifest.json');
     writeFileSync(manifest, JSON.stringify({ ...JSON.parse(readFileSync(manifest, 'utf8')), watermark: highest }));

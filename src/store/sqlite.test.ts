@@ -5,7 +5,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { tempDir } from '../../test/helpers.ts';
+import { BEFORE_VECTOR_NUMBERING, tempDir } from '../../test/helpers.ts';
 import { emptyDelta, UsageRecorder } from '../cache/usage.ts';
 import { entry, storeConformance } from './conformance.ts';
 import { isSqliteUnavailable, SqliteStore } from './sqlite.ts';
@@ -102,11 +102,7 @@ describe('SQLite numbering of vector writes and removals', () => {
     await store.close();
     // Back to the schema before the numbering (and the storage counts, which came after it).
     const db = new Database(file);
-    db.exec(`DROP TRIGGER entries_storage_insert; DROP TRIGGER entries_storage_delete; DROP TRIGGER entries_storage_update;
-      DROP TABLE account_storage;
-      DROP TRIGGER entries_vector_inserted; DROP TRIGGER entries_vector_updated; DROP TRIGGER entries_vector_deleted;
-      DROP TABLE vector_seq; DROP TABLE removed_vectors; DROP INDEX entries_vector_seq; ALTER TABLE entries DROP COLUMN vector_seq;
-      DELETE FROM schema_migrations WHERE version >= (SELECT MAX(version) - 1 FROM schema_migrations);`);
+    db.exec(BEFORE_VECTOR_NUMBERING);
     db.close();
     store = new SqliteStore(file);
     try {
@@ -137,11 +133,7 @@ describe('SQLite numbering of vector writes and removals', () => {
     assert.ok(await store.deleteEntry(a.id, newest.publicId));
     await store.close();
     const db = new Database(file);
-    db.exec(`DROP TRIGGER entries_storage_insert; DROP TRIGGER entries_storage_delete; DROP TRIGGER entries_storage_update;
-      DROP TABLE account_storage;
-      DROP TRIGGER entries_vector_inserted; DROP TRIGGER entries_vector_updated; DROP TRIGGER entries_vector_deleted;
-      DROP TABLE vector_seq; DROP TABLE removed_vectors; DROP INDEX entries_vector_seq; ALTER TABLE entries DROP COLUMN vector_seq;
-      DELETE FROM schema_migrations WHERE version >= 8;`);
+    db.exec(BEFORE_VECTOR_NUMBERING);
     db.close();
     store = new SqliteStore(file);
     try {
