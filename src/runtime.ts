@@ -501,7 +501,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       if (nodeSnapshot && sync && embedder && store instanceof PostgresStore && cache.indexReady) {
         // Recorded in PostgreSQL once the snapshot is whole on disk, as on the embedded store.
         const token = randomUUID();
-        const seq = sync.appliedThrough;
+        // Below any change number still looked for: a change that commits late is applied after the start.
+        const seq = sync.snapshotThrough;
         try {
           saveSnapshot(index, nodeSnapshot.dir, embedder.id, token, seq);
           await store.recordSnapshot(token, seq, nodeToken);

@@ -79,6 +79,17 @@ export class IndexSync {
     return this.lastSeq;
   }
 
+  /**
+   * The change number an index snapshot saved now reflects: every change up to it is applied,
+   * and none of the numbers given up on but still looked for (see `late`) is below it, so that a
+   * start from the snapshot applies those too when they commit while the node is down.
+   */
+  get snapshotThrough(): number {
+    let through = this.lastSeq;
+    for (const seq of this.late.keys()) through = Math.min(through, seq - 1);
+    return Math.max(0, through);
+  }
+
   /** Call before loading the index: changes from here on are (re)applied, idempotently. */
   async mark(): Promise<void> {
     // Numbers below the oldest change kept were pruned a week after their changes: none is awaited.
