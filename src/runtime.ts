@@ -278,7 +278,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     const { first } = await store.changeBounds();
     if (seq !== null && seq >= first - 1 && loadSnapshot(index, nodeSnapshot.dir, embedder.id, token, true) !== null) {
       nodeToken = token;
-      sync.markAt(seq);
+      sync.markAt(seq, first);
     } else rmSync(nodeSnapshot.dir, { recursive: true, force: true });
   }
   if (nodeToken === null) await sync?.mark();

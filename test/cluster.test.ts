@@ -375,3 +375,58 @@ describe('cluster: a node snapshot and a change committed late, after the node w
     }
   });
 });
+
+describe('cluster: a node snapshot when the change log was pruned up to it', { skip }, () => {
+  const { schema, drop } = freshSchema();
+  after(async () => {
+    await drop();
+    await closeSharedEmbedder();
+  });
+
+  test('a node started from its snapshot and stopped at once leaves a snapshot the next start loads', async () => {
+    const config = loadConfig({
+      REPRISE_EMBEDDER: 'none',
+      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
+      REPRISE_PG_SCHEMA: schema,
+      REDIS_URL: serviceUrl('REDIS_URL') as string,
+      REPRISE_REDIS_PREFIX: uniquePrefix(),
+      REPRISE_DATA_DIR: tempDir(),
+    });
+    const embedder = await sharedEmbedder();
+    const client = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string });
+    await client.connect();
+    let a: TestApp | null = await startTestApp({ config, embedder, keepData: true });
+    try {
+      await client.query(`SET search_path TO ${schema}`);
+      const key = await a.key('pruned-log');
+      for (const [q, answer] of [
+        ['How many legs does a spider have?', 'Eight.'],
+        ['Which planet is known as the Red Planet?', 'Mars.'],
+        ['What is the boiling point of water at sea level?', '100 °C.'],
+      ])
+        await a.post('/api/v1/store', { messages: [user(q)], answer }, key);
+      await a.runtime.indexLoaded;
+      const sync = a.runtime.sync;
+      assert.ok(sync);
+      assert.ok(await eventually(async () => sync.appliedThrough >= 3));
+      await a.close();
+      a = null;
+      const seq = Number((await client.query('SELECT seq FROM index_snapshots')).rows[0].seq);
+      // The change log pruned up to the snapshot's number (as a week after its changes).
+      await client.query('DELETE FROM entry_changes WHERE seq < $1', [seq]);
+
+      a = await startTestApp({ config, embedder, keepData: true });
+      assert.equal(a.runtime.vectorsFromSnapshot, 3);
+      await a.runtime.indexLoaded;
+      await a.close();
+      a = null;
+      a = await startTestApp({ config, embedder, keepData: true });
+      assert.equal(a.runtime.vectorsFromSnapshot, 3, 'the snapshot saved at the second stop is loaded');
+      await a.runtime.indexLoaded;
+      assert.equal(a.runtime.index.size, 3);
+    } finally {
+      await a?.close();
+      await client.end();
+    }
+  });
+});

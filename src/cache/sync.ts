@@ -99,10 +99,13 @@ export class IndexSync {
 
   /**
    * Call instead of `mark` when the index was loaded from a snapshot reflecting every change up to
-   * `seq`: the changes after it are applied (and, as in `mark`, some before it again).
+   * `seq`: the changes after it are applied (and, as in `mark`, some before it again). `first` is
+   * the oldest change kept (see `changeBounds`): the numbers below it were pruned, none is awaited
+   * (awaited, they would hold the node below them, and a snapshot saved meanwhile would be taken
+   * for one older than the change log).
    */
-  markAt(seq: number): void {
-    this.lastSeq = Math.max(0, seq - START_LOOKBACK);
+  markAt(seq: number, first: number): void {
+    this.lastSeq = Math.max(0, seq - START_LOOKBACK, first - 1);
   }
 
   async start(): Promise<void> {
