@@ -499,15 +499,28 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         await snapshot.store.setSnapshotToken(token, seq);
       }
       if (nodeSnapshot && sync && embedder && store instanceof PostgresStore && cache.indexReady) {
-        // Recorded in PostgreSQL once the snapshot is whole on disk, as on the embedded store.
+        // Recorded in PostgreSQL before it is written (a record without its files is never
+        // matched): when PostgreSQL does not answer, the snapshot on disk, the one loaded at start
+        // and recorded then, is kept for the next start. The record of that one is forgotten once
+        // the new one has replaced it.
         const token = randomUUID();
         // Below any change number still looked for: a change that commits late is applied after the start.
         const seq = sync.snapshotThrough;
+        let saved = false;
         try {
+          await store.recordSnapshot(token, seq);
           saveSnapshot(index, nodeSnapshot.dir, embedder.id, token, seq);
-          await store.recordSnapshot(token, seq, nodeToken);
+          saved = true;
+          if (nodeToken !== null) await store.forgetSnapshot(nodeToken);
         } catch (err) {
-          opts.log?.warn({ err }, 'the semantic index snapshot was not saved; the next start reads the index from PostgreSQL');
+          opts.log?.warn(
+            { err },
+            saved
+              ? 'the record of the index snapshot replaced was not deleted; it is, with those too old, at a later shutdown'
+              : nodeToken !== null
+                ? 'the semantic index snapshot was not saved; the next start loads the one it loaded at this start'
+                : 'the semantic index snapshot was not saved; the next start reads the index from PostgreSQL',
+          );
         }
       }
       nodeSnapshot?.lock.release();

@@ -430,3 +430,52 @@ describe('cluster: a node snapshot when the change log was pruned up to it', { s
     }
   });
 });
+
+describe('cluster: a node snapshot when PostgreSQL refuses its record at shutdown', { skip }, () => {
+  const { schema, drop } = freshSchema();
+  after(async () => {
+    await drop();
+    await closeSharedEmbedder();
+  });
+
+  test('the snapshot loaded at start stays on disk, and the next start loads it', async () => {
+    const config = loadConfig({
+      REPRISE_EMBEDDER: 'none',
+      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
+      REPRISE_PG_SCHEMA: schema,
+      REDIS_URL: serviceUrl('REDIS_URL') as string,
+      REPRISE_REDIS_PREFIX: uniquePrefix(),
+      REPRISE_DATA_DIR: tempDir(),
+    });
+    const embedder = await sharedEmbedder();
+    const client = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string });
+    await client.connect();
+    let a: TestApp | null = await startTestApp({ config, embedder, keepData: true });
+    try {
+      await client.query(`SET search_path TO ${schema}`);
+      const key = await a.key('record-refused');
+      await a.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
+      await a.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+      await a.runtime.indexLoaded;
+      await a.close();
+      a = null;
+      a = await startTestApp({ config, embedder, keepData: true });
+      assert.equal(a.runtime.vectorsFromSnapshot, 2);
+      await a.runtime.indexLoaded;
+      await a.post('/api/v1/store', { messages: [user('What is the boiling point of water at sea level?')], answer: '100 °C.' }, key);
+      // The record of the snapshot cannot be written at this stop.
+      await client.query('ALTER TABLE index_snapshots RENAME TO index_snapshots_away');
+      await a.close();
+      a = null;
+      await client.query('ALTER TABLE index_snapshots_away RENAME TO index_snapshots');
+
+      a = await startTestApp({ config, embedder, keepData: true });
+      assert.equal(a.runtime.vectorsFromSnapshot, 2, 'the snapshot of the start before is loaded');
+      await a.runtime.indexLoaded;
+      assert.equal(a.runtime.index.size, 3, 'and the store made since is applied from the change log');
+    } finally {
+      await a?.close();
+      await client.end();
+    }
+  });
+});

@@ -940,15 +940,20 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Records a node's index snapshot, in place of the one it replaces (`previous`), and forgets
-   * those of any node saved before the change log's oldest change: too old to be brought up to date.
+   * Records a node's index snapshot (before it is written: a record whose files are not on disk
+   * is never matched), and forgets those of any node saved before the change log's oldest change:
+   * too old to be brought up to date.
    */
-  async recordSnapshot(token: string, seq: number, previous: string | null): Promise<void> {
+  async recordSnapshot(token: string, seq: number): Promise<void> {
     await this.tx(async (c) => {
-      if (previous !== null) await c.query('DELETE FROM index_snapshots WHERE token = $1', [previous]);
       await c.query('INSERT INTO index_snapshots (token, seq) VALUES ($1, $2)', [token, seq]);
       await c.query('DELETE FROM index_snapshots WHERE seq < (SELECT MIN(seq) - 1 FROM entry_changes)');
     });
+  }
+
+  /** Forgets the record of a node's index snapshot, once another has replaced it on disk. */
+  async forgetSnapshot(token: string): Promise<void> {
+    await this.q('DELETE FROM index_snapshots WHERE token = $1', [token]);
   }
 
   async changeBounds(): Promise<{ first: number; last: number }> {
