@@ -399,12 +399,12 @@ describe('cluster: a node snapshot when the change log was pruned up to it', { s
     try {
       await client.query(`SET search_path TO ${schema}`);
       const key = await a.key('pruned-log');
-      for (const [q, answer] of [
+      const qa: [string, string][] = [
         ['How many legs does a spider have?', 'Eight.'],
         ['Which planet is known as the Red Planet?', 'Mars.'],
         ['What is the boiling point of water at sea level?', '100 °C.'],
-      ])
-        await a.post('/api/v1/store', { messages: [user(q)], answer }, key);
+      ];
+      for (const [q, answer] of qa) await a.post('/api/v1/store', { messages: [user(q)], answer }, key);
       await a.runtime.indexLoaded;
       const sync = a.runtime.sync;
       assert.ok(sync);
