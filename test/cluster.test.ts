@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { existsSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -476,6 +476,57 @@ describe('cluster: a node snapshot when PostgreSQL refuses its record at shutdow
     } finally {
       await a?.close();
       await client.end();
+    }
+  });
+});
+
+describe('cluster: a node snapshot damaged, and a data directory shared', { skip }, () => {
+  const { schema, drop } = freshSchema();
+  after(async () => {
+    await drop();
+    await closeSharedEmbedder();
+  });
+
+  test("a damaged snapshot is not loaded; a second node on the same directory keeps none and leaves the first one's", async () => {
+    const dir = tempDir();
+    const config = loadConfig({
+      REPRISE_EMBEDDER: 'none',
+      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
+      REPRISE_PG_SCHEMA: schema,
+      REDIS_URL: serviceUrl('REDIS_URL') as string,
+      REPRISE_REDIS_PREFIX: uniquePrefix(),
+      REPRISE_DATA_DIR: dir,
+    });
+    const embedder = await sharedEmbedder();
+    let a: TestApp | null = await startTestApp({ config, embedder, keepData: true });
+    let b: TestApp | null = null;
+    try {
+      const key = await a.key('damaged');
+      await a.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
+      await a.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+      await a.runtime.indexLoaded;
+      await a.close();
+      a = null;
+      appendFileSync(path.join(dir, 'index', 'flat.bin'), Buffer.from([1, 2, 3, 4]));
+      a = await startTestApp({ config, embedder, keepData: true });
+      assert.equal(a.runtime.vectorsFromSnapshot, 0, 'the damaged snapshot is not loaded');
+      await a.runtime.indexLoaded;
+      assert.equal(a.runtime.index.size, 2, 'the index is read from PostgreSQL');
+
+      // A second node on the same directory, while the first runs.
+      b = await startTestApp({ config, embedder, keepData: true });
+      assert.equal(b.runtime.vectorsFromSnapshot, 0);
+      await b.runtime.indexLoaded;
+      assert.equal(b.runtime.index.size, 2);
+      await a.close();
+      a = null;
+      await b.close();
+      b = null;
+      a = await startTestApp({ config, embedder, keepData: true });
+      assert.equal(a.runtime.vectorsFromSnapshot, 2, 'the snapshot of the first node is loaded');
+    } finally {
+      await a?.close();
+      await b?.close();
     }
   });
 });
