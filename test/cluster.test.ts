@@ -530,3 +530,46 @@ describe('cluster: a node snapshot damaged, and a data directory shared', { skip
     }
   });
 });
+
+describe('cluster: a node snapshot and an account deleted while the node was down', { skip }, () => {
+  const { schema, drop } = freshSchema();
+  after(async () => {
+    await drop();
+    await closeSharedEmbedder();
+  });
+
+  test('the vectors of the account deleted are out of the index loaded from the snapshot', async () => {
+    const shared = {
+      REPRISE_EMBEDDER: 'none',
+      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
+      REPRISE_PG_SCHEMA: schema,
+      REDIS_URL: serviceUrl('REDIS_URL') as string,
+      REPRISE_REDIS_PREFIX: uniquePrefix(),
+    };
+    const config = loadConfig({ ...shared, REPRISE_DATA_DIR: tempDir() });
+    const embedder = await sharedEmbedder();
+    let a: TestApp | null = await startTestApp({ config, embedder, keepData: true });
+    const b = await startTestApp({ config: loadConfig({ ...shared, REPRISE_DATA_DIR: tempDir() }), embedder });
+    try {
+      const gone = await a.key('gone');
+      const kept = await a.key('kept');
+      await a.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, gone);
+      await a.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, gone);
+      await a.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, kept);
+      await a.runtime.indexLoaded;
+      await a.close();
+      a = null;
+      const account = await b.runtime.ctx.store.getAccountByName('gone');
+      assert.ok(account);
+      assert.equal((await b.runtime.ctx.store.deleteAccount(account.id))?.entries, 2);
+
+      a = await startTestApp({ config, embedder, keepData: true });
+      assert.equal(a.runtime.vectorsFromSnapshot, 3);
+      await a.runtime.indexLoaded;
+      assert.equal(a.runtime.index.size, 1);
+    } finally {
+      await a?.close();
+      await b.close();
+    }
+  });
+});
