@@ -12,6 +12,15 @@ import { eventually, freshSchema, serviceUrl, skipReason, uniquePrefix } from '.
 
 const skip = skipReason('DATABASE_URL') || skipReason('REDIS_URL');
 
+/** The environment of cluster nodes on `schema` (their limits in Redis under a prefix of their own), without a data directory. */
+const nodeEnv = (schema: string) => ({
+  REPRISE_EMBEDDER: 'none',
+  DATABASE_URL: serviceUrl('DATABASE_URL') as string,
+  REPRISE_PG_SCHEMA: schema,
+  REDIS_URL: serviceUrl('REDIS_URL') as string,
+  REPRISE_REDIS_PREFIX: uniquePrefix(),
+});
+
 describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
   const { schema, drop } = freshSchema();
   let a: TestApp;
@@ -250,13 +259,7 @@ describe('cluster: a node restarted loads its own index snapshot and applies the
   });
 
   test('the snapshot saved at its shutdown, then the stores and deletes of the other node; none beside another database', async () => {
-    const shared = {
-      REPRISE_EMBEDDER: 'none',
-      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
-      REPRISE_PG_SCHEMA: schema,
-      REDIS_URL: serviceUrl('REDIS_URL') as string,
-      REPRISE_REDIS_PREFIX: uniquePrefix(),
-    };
+    const shared = nodeEnv(schema);
     const aDir = tempDir();
     const configA = loadConfig({ ...shared, REPRISE_DATA_DIR: aDir });
     const embedder = await sharedEmbedder();
@@ -313,14 +316,7 @@ describe('cluster: a node snapshot and a change committed late, after the node w
   });
 
   test('a delete whose change number the node had given up on, committed while it was down, is applied at its next start', async () => {
-    const config = loadConfig({
-      REPRISE_EMBEDDER: 'none',
-      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
-      REPRISE_PG_SCHEMA: schema,
-      REDIS_URL: serviceUrl('REDIS_URL') as string,
-      REPRISE_REDIS_PREFIX: uniquePrefix(),
-      REPRISE_DATA_DIR: tempDir(),
-    });
+    const config = loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() });
     const embedder = await sharedEmbedder();
     let a: TestApp | null = await startTestApp({ config, embedder, keepData: true, runtime: { syncPollMs: 50 } });
     const late = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string });
@@ -384,14 +380,7 @@ describe('cluster: a node snapshot when the change log was pruned up to it', { s
   });
 
   test('a node started from its snapshot and stopped at once leaves a snapshot the next start loads', async () => {
-    const config = loadConfig({
-      REPRISE_EMBEDDER: 'none',
-      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
-      REPRISE_PG_SCHEMA: schema,
-      REDIS_URL: serviceUrl('REDIS_URL') as string,
-      REPRISE_REDIS_PREFIX: uniquePrefix(),
-      REPRISE_DATA_DIR: tempDir(),
-    });
+    const config = loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() });
     const embedder = await sharedEmbedder();
     const client = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string });
     await client.connect();
@@ -439,14 +428,7 @@ describe('cluster: a node snapshot when PostgreSQL refuses its record at shutdow
   });
 
   test('the snapshot loaded at start stays on disk, and the next start loads it', async () => {
-    const config = loadConfig({
-      REPRISE_EMBEDDER: 'none',
-      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
-      REPRISE_PG_SCHEMA: schema,
-      REDIS_URL: serviceUrl('REDIS_URL') as string,
-      REPRISE_REDIS_PREFIX: uniquePrefix(),
-      REPRISE_DATA_DIR: tempDir(),
-    });
+    const config = loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() });
     const embedder = await sharedEmbedder();
     const client = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string });
     await client.connect();
@@ -489,14 +471,7 @@ describe('cluster: a node snapshot damaged, and a data directory shared', { skip
 
   test("a damaged snapshot is not loaded; a second node on the same directory keeps none and leaves the first one's", async () => {
     const dir = tempDir();
-    const config = loadConfig({
-      REPRISE_EMBEDDER: 'none',
-      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
-      REPRISE_PG_SCHEMA: schema,
-      REDIS_URL: serviceUrl('REDIS_URL') as string,
-      REPRISE_REDIS_PREFIX: uniquePrefix(),
-      REPRISE_DATA_DIR: dir,
-    });
+    const config = loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: dir });
     const embedder = await sharedEmbedder();
     let a: TestApp | null = await startTestApp({ config, embedder, keepData: true });
     let b: TestApp | null = null;
@@ -539,13 +514,7 @@ describe('cluster: a node snapshot and an account deleted while the node was dow
   });
 
   test('the vectors of the account deleted are out of the index loaded from the snapshot', async () => {
-    const shared = {
-      REPRISE_EMBEDDER: 'none',
-      DATABASE_URL: serviceUrl('DATABASE_URL') as string,
-      REPRISE_PG_SCHEMA: schema,
-      REDIS_URL: serviceUrl('REDIS_URL') as string,
-      REPRISE_REDIS_PREFIX: uniquePrefix(),
-    };
+    const shared = nodeEnv(schema);
     const config = loadConfig({ ...shared, REPRISE_DATA_DIR: tempDir() });
     const embedder = await sharedEmbedder();
     let a: TestApp | null = await startTestApp({ config, embedder, keepData: true });
