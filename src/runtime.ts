@@ -93,12 +93,12 @@ function lockEmbeddedDataDir(config: Config): DataDirLock | null {
 const REMOVALS_KEPT = 100_000;
 
 /**
- * A cluster node's data directory, for its index snapshot, when no other server holds it (nodes
- * may share one: then none of them keeps a snapshot); null otherwise, said in the log.
+ * Takes a cluster node's data directory, for its index snapshot, when no other server holds it
+ * (nodes may share one: then none of them keeps a snapshot): its lock; null otherwise, said in the log.
  */
-function takeNodeSnapshotDir(config: Config, log: RuntimeLog | undefined): { dir: string; lock: DataDirLock } | null {
+function takeNodeSnapshotDir(config: Config, log: RuntimeLog | undefined): DataDirLock | null {
   try {
-    return { dir: path.join(config.dataDir, 'index'), lock: lockDataDir(config.dataDir) };
+    return lockDataDir(config.dataDir);
   } catch (err) {
     log?.info(
       { err: err instanceof DataDirInUseError ? undefined : err, data_dir: config.dataDir },
@@ -270,16 +270,19 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // applies the changes since from the change log, instead of reading every vector from
   // PostgreSQL. Loaded only when PostgreSQL has a record of it (the same database, not one restored
   // from an older backup) and the change log still holds every change after it (a week).
-  const nodeSnapshot = store instanceof PostgresStore && sync && embedder ? takeNodeSnapshotDir(config, opts.log) : null;
+  const snapshotDir = path.join(config.dataDir, 'index');
+  const nodeLock = store instanceof PostgresStore && sync && embedder ? takeNodeSnapshotDir(config, opts.log) : null;
+  const nodeSnapshot =
+    nodeLock && store instanceof PostgresStore && sync && embedder ? { lock: nodeLock, store, sync, tag: embedder.id } : null;
   let nodeToken: string | null = null;
-  if (nodeSnapshot && sync && embedder && store instanceof PostgresStore) {
-    const token = snapshotToken(nodeSnapshot.dir);
-    const seq = token === null ? null : await store.snapshotSeq(token);
-    const { first } = await store.changeBounds();
-    if (seq !== null && seq >= first - 1 && loadSnapshot(index, nodeSnapshot.dir, embedder.id, token, true) !== null) {
+  if (nodeSnapshot) {
+    const token = snapshotToken(snapshotDir);
+    const seq = token === null ? null : await nodeSnapshot.store.snapshotSeq(token);
+    const { first } = await nodeSnapshot.store.changeBounds();
+    if (seq !== null && seq >= first - 1 && loadSnapshot(index, snapshotDir, nodeSnapshot.tag, token, true) !== null) {
       nodeToken = token;
-      sync.markAt(seq, first);
-    } else rmSync(nodeSnapshot.dir, { recursive: true, force: true });
+      nodeSnapshot.sync.markAt(seq, first);
+    } else rmSync(snapshotDir, { recursive: true, force: true });
   }
   if (nodeToken === null) await sync?.mark();
   // On the embedded store the index is saved at shutdown and loaded at start; then what changed
@@ -288,7 +291,6 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // the next shutdown replaces it, so a start after a crash loads it too, and reads more changes.
   // The database holds the token of the snapshot saved with it, so a snapshot beside another
   // database (one restored from a backup) is not loaded.
-  const snapshotDir = path.join(config.dataDir, 'index');
   const snapshot = store instanceof SqliteStore && embedder ? { store, dir: snapshotDir, tag: embedder.id } : null;
   const watermark = snapshot ? loadSnapshot(index, snapshot.dir, snapshot.tag, snapshot.store.snapshotToken(), true) : null;
   // None was loaded: one left on disk (another embedder's) would not know of the removals
@@ -498,20 +500,20 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
         saveSnapshot(index, snapshot.dir, snapshot.tag, token, seq);
         await snapshot.store.setSnapshotToken(token, seq);
       }
-      if (nodeSnapshot && sync && embedder && store instanceof PostgresStore && cache.indexReady) {
+      if (nodeSnapshot && cache.indexReady) {
         // Recorded in PostgreSQL before it is written (a record without its files is never
         // matched): when PostgreSQL does not answer, the snapshot on disk, the one loaded at start
         // and recorded then, is kept for the next start. The record of that one is forgotten once
         // the new one has replaced it.
         const token = randomUUID();
         // Below any change number still looked for: a change that commits late is applied after the start.
-        const seq = sync.snapshotThrough;
+        const seq = nodeSnapshot.sync.snapshotThrough;
         let saved = false;
         try {
-          await store.recordSnapshot(token, seq);
-          saveSnapshot(index, nodeSnapshot.dir, embedder.id, token, seq);
+          await nodeSnapshot.store.recordSnapshot(token, seq);
+          saveSnapshot(index, snapshotDir, nodeSnapshot.tag, token, seq);
           saved = true;
-          if (nodeToken !== null) await store.forgetSnapshot(nodeToken);
+          if (nodeToken !== null) await nodeSnapshot.store.forgetSnapshot(nodeToken);
         } catch (err) {
           opts.log?.warn(
             { err },
