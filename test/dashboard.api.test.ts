@@ -98,6 +98,29 @@ describe('dashboard API', () => {
     assert.equal(unknown.statusCode, 401);
   });
 
+  test('guesses spread over many addresses are limited per account name, existing or not', async () => {
+    await t.key('dash-guessed', 'pro');
+    const store = t.runtime.ctx.store;
+    const guessed = await store.getAccountByName('dash-guessed');
+    await store.setPassword(guessed?.id ?? '', await hashPassword('dash-guessed-password'));
+    const attempt = (account: string, password: string, n: number) =>
+      t.app.inject({ method: 'POST', url: '/dashboard/api/login', payload: { account, password }, remoteAddress: `192.0.2.${n}` });
+    for (const name of ['dash-guessed', 'no-such-account']) {
+      const codes: number[] = [];
+      for (let i = 0; i < 50; i++) codes.push((await attempt(name, `guess-${i}`, i + 1)).statusCode);
+      assert.deepEqual(codes, Array(50).fill(401), name);
+      const refused = await attempt(name, 'guess-50', 200);
+      assert.equal(refused.statusCode, 429, name);
+      assert.equal(refused.json().error.code, 'RATE_LIMIT_EXCEEDED');
+      assert.match(refused.json().error.message, /this account/);
+      assert.ok(Number(refused.headers['retry-after']) >= 1);
+    }
+    // While the name is limited, its password is not checked, the right one included.
+    assert.equal((await attempt('dash-guessed', 'dash-guessed-password', 201)).statusCode, 429);
+    // Other accounts are not affected, from the same addresses.
+    for (let i = 1; i <= 3; i++) await signIn('dash-other', `192.0.2.${i}`);
+  });
+
   test('without a session the API is 401; changes need the CSRF token', async () => {
     assert.equal((await t.get('/dashboard/api/keys')).statusCode, 401);
     const s = await signIn();

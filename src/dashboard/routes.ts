@@ -15,6 +15,14 @@ import { limitedAddress } from '../util/address.ts';
 const COOKIE = 'reprise_session';
 const SESSION_HOURS = 12;
 const LOGIN_RULE = { capacity: 10, refillPerSecond: 10 / 60, limit: 10 };
+/**
+ * Failed sign-ins to one account name, from all addresses together: 50, then one every 72 s
+ * (50 an hour). Guesses spread over many addresses stay this slow. The price is that someone
+ * who fails on purpose can keep the account's owner out of the dashboard (not the API) for
+ * as long as they keep failing; names that match no account are limited alike, so the answer
+ * never tells whether an account exists.
+ */
+const ACCOUNT_LOGIN_RULE = { capacity: 50, refillPerSecond: 50 / 3600, limit: 50 };
 
 const require = createRequire(import.meta.url);
 
@@ -142,16 +150,31 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
         throw invalid('password', 'a password', undefined);
       // Every attempt takes its token before the password is checked, so attempts made at the
       // same moment cannot all pass a look at the bucket before any of them is charged.
-      const gate = await ctx.limiter.consume(`login:${limitedAddress(request.ip)}`, LOGIN_RULE);
+      const addressKey = `login:${limitedAddress(request.ip)}`;
+      const gate = await ctx.limiter.consume(addressKey, LOGIN_RULE);
       if (!gate.allowed) {
         reply.header('Retry-After', gate.retryAfter || 1);
         throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many sign-in attempts; wait and try again', undefined, Math.max(1, gate.retryAfter));
       }
+      const accountKey = `login-account:${name}`;
+      const accountGate = await ctx.limiter.consume(accountKey, ACCOUNT_LOGIN_RULE);
+      if (!accountGate.allowed) {
+        // Not this address's doing: its attempt is given back.
+        await ctx.limiter.consume(addressKey, LOGIN_RULE, -1);
+        reply.header('Retry-After', accountGate.retryAfter || 1);
+        throw new ApiError(
+          'RATE_LIMIT_EXCEEDED',
+          'Too many failed sign-ins to this account; wait and try again',
+          undefined,
+          Math.max(1, accountGate.retryAfter),
+        );
+      }
       const account = await ctx.store.getAccountByName(name);
       const ok = await verifyPassword(password, account ? await ctx.store.getPasswordHash(account.id) : null);
       if (!ok || !account) throw new ApiError('INVALID_CREDENTIALS', 'Wrong account name or password');
-      // Only failed attempts count: a successful one gives its token back.
-      await ctx.limiter.consume(`login:${limitedAddress(request.ip)}`, LOGIN_RULE, -1);
+      // Only failed attempts count: a successful one gives its tokens back.
+      await ctx.limiter.consume(addressKey, LOGIN_RULE, -1);
+      await ctx.limiter.consume(accountKey, ACCOUNT_LOGIN_RULE, -1);
       const token = randomBytes(32).toString('base64url');
       const now = Date.now();
       const session: Session = {
