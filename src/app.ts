@@ -288,18 +288,27 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     return matching.length === 0 ? undefined : new Set(matching.flatMap((p) => [...p.methods]));
   };
 
-  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+  /** The answer to a request no route takes: 405 with Allow on a known path, else 404. */
+  const unrouted = (request: FastifyRequest, reply: FastifyReply): ApiError => {
     const path = request.url.split('?')[0] ?? '';
     const methods = methodsOf(path);
     if (methods && !methods.has(request.method)) {
       reply.header('Allow', [...methods].join(', '));
-      throw new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${[...methods].join(' or ')}`);
+      return new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${[...methods].join(' or ')}`);
     }
-    throw new ApiError('NOT_FOUND', `No endpoint ${request.method} ${path}`);
+    return new ApiError('NOT_FOUND', `No endpoint ${request.method} ${path}`);
+  };
+
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+    throw unrouted(request, reply);
   });
 
   app.setErrorHandler(async (err: FastifyError, request, reply) => {
-    return errorReply(toApiError(err, request), err, request, reply);
+    // Fastify refuses a QUERY without Content-Type before the not-found handler runs; as no route
+    // takes QUERY, the request is answered as any other method no route takes.
+    const apiError =
+      err.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' && request.is404 ? unrouted(request, reply) : toApiError(err, request);
+    return errorReply(apiError, err, request, reply);
   });
 
   const metrics = new Metrics();

@@ -77,6 +77,19 @@ describe('requests the HTTP parser refuses are answered in the error shape', () 
     assertSpecError(res, 408, 'REQUEST_TIMEOUT');
   });
 
+  test('a QUERY without Content-Type (no route takes QUERY) is 405 with Allow on a known path, 404 elsewhere', async () => {
+    const query = (path: string) =>
+      rawExchange(port, `QUERY ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);
+    const known = await query('/api/v1/check');
+    assertSpecError(known, 405, 'METHOD_NOT_ALLOWED');
+    assert.equal(known.headers.get('allow'), 'POST');
+    const entry = await query('/api/v1/entries/12345');
+    assertSpecError(entry, 405, 'METHOD_NOT_ALLOWED');
+    assert.equal(entry.headers.get('allow'), 'GET, HEAD, DELETE');
+    assertSpecError(await query('/api/v1/nope'), 404, 'NOT_FOUND');
+    assertSpecError(await query('/healthz'), 405, 'METHOD_NOT_ALLOWED');
+  });
+
   test('a CONNECT (Reprise is no proxy) is 405 METHOD_NOT_ALLOWED, not a connection closed unanswered', async () => {
     for (const target of ['example.com:443', '/api/v1/check']) {
       const res = await rawExchange(port, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
