@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, {
   LogController,
@@ -103,6 +103,10 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: false } },
+    // A path parameter (an entry or key id) over the router's limit (100 characters by default) was
+    // refused before routing, with no route to say why: a 500. No parameter is matched by a
+    // pattern, so none needs a limit below what the request line can hold: the route reads it.
+    routerOptions: { maxParamLength: maxHeaderSize },
     // Requests that reach a closing server (pipelined, or on a busy keep-alive connection) are
     // answered 503 by the hook below, in the spec's error shape rather than Fastify's.
     return503OnClosing: false,
