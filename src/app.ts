@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -157,11 +158,11 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   // Fastify's JSON parser refuses `__proto__` and `constructor.prototype` keys (they could
   // poison prototypes) with the same error as a syntax error; say which it was.
   const json = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
     // No route to read it (404, 405), or nothing sent to a method that takes no body (a DELETE
     // from a client that names the JSON type on every request): there is nothing to parse.
-    if (request.is404 || (text.length === 0 && !BODY_METHODS.has(request.method))) {
+    if (request.is404 || (bytes.length === 0 && !BODY_METHODS.has(request.method))) {
       done(null, undefined);
       return;
     }
@@ -177,11 +178,11 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       );
       return;
     }
-    // Bytes that are not UTF-8 were decoded as U+FFFD, and the entry would be stored and hashed
-    // under text the client never sent. A replacement character changes the body's length in
-    // UTF-8 unless the client sent it as such (or, rarely, a cut-off sequence of three bytes):
-    // reading the body as a string and looking again only then keeps the common path as it is.
-    if (text.includes('\uFFFD') && !sameLength(text, request.headers['content-length'])) {
+    // Bytes that are not UTF-8 decode as U+FFFD, and the entry would be stored and hashed under
+    // text the client never sent. The bytes are checked only when a replacement character shows
+    // (sent as such, or made by the decoding), so the common path decodes once and no more.
+    const text = bytes.toString('utf8');
+    if (text.includes('\uFFFD') && !isUtf8(bytes)) {
       done(
         new ApiError('INVALID_INPUT', 'The request body is not valid UTF-8', {
           field: 'body',
@@ -328,11 +329,6 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   return app;
-}
-
-/** Whether `text` in UTF-8 is as long as the body received (`Content-Length`; a chunked body is taken as it is). */
-function sameLength(text: string, contentLength: string | undefined): boolean {
-  return contentLength === undefined || Buffer.byteLength(text, 'utf8') === Number(contentLength);
 }
 
 /** A route's URL (`/api/v1/entries/:id`, `/dashboard/*`) as a pattern of the paths it takes. */
