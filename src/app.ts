@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
-import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, {
   LogController,
@@ -152,6 +152,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     },
   });
   app.server.on('connect', (_req: unknown, socket: Socket) => answerConnect(socket, limiter));
+  // Node answers an Expect other than 100-continue itself (417, no body) unless told otherwise:
+  // such requests are handed to Fastify, whose request hook refuses them in the spec's shape.
+  app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => app.server.emit('request', req, res));
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
   // (A body of a type with no parser is 415, or, to no route, answered 404 or 405 unread.)
   app.removeContentTypeParser('text/plain');
@@ -264,10 +267,12 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       done(err as FastifyError);
       return;
     }
-    if (pending === undefined) done();
+    // Refused once the caller's limit is taken, as any request is.
+    const expectation = unmetExpectation(request.headers.expect);
+    if (pending === undefined) done(expectation);
     else
       pending.then(
-        () => done(),
+        () => done(expectation),
         (err: FastifyError) => done(err),
       );
   });
@@ -339,6 +344,16 @@ function routePattern(url: string): RegExp {
     return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   });
   return new RegExp(`^${parts.join('')}$`);
+}
+
+/** The refusal of an Expect header that asks for more than 100-continue, which is all Reprise meets. */
+function unmetExpectation(expect: string | undefined): FastifyError | undefined {
+  if (expect === undefined || expect.trim().toLowerCase() === '100-continue') return undefined;
+  return new ApiError('EXPECTATION_FAILED', 'The expectation in the Expect header cannot be met; send 100-continue or none', {
+    field: 'Expect',
+    expected: '100-continue, or no Expect header',
+    received: describe(expect),
+  }) as FastifyError;
 }
 
 /** Methods whose requests carry a body by their nature; another method's empty body is none. */

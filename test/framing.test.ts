@@ -90,6 +90,20 @@ describe('requests the HTTP parser refuses are answered in the error shape', () 
     assert.equal((await t.get('/api/v1/entries?q=chunked', key)).json().pagination.total, 0);
   });
 
+  test('an Expect other than 100-continue is 417 EXPECTATION_FAILED in the error shape, after the key check', async () => {
+    const body = JSON.stringify({ messages: [user('expecting')] });
+    const send = (expect: string, secret: string) =>
+      rawExchange(
+        port,
+        `POST /api/v1/check HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\nExpect: ${expect}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    const res = await send('fancy-feature', key);
+    assertSpecError(res, 417, 'EXPECTATION_FAILED');
+    assert.equal(res.body.error.details?.field, 'Expect');
+    assert.match(res.headers.get('x-request-id') ?? '', /^[\w-]+$/);
+    assertSpecError(await send('fancy-feature', 'rp_live_wrong'), 401, 'INVALID_API_KEY');
+  });
+
   test('a QUERY without Content-Type (no route takes QUERY) is 405 with Allow on a known path, 404 elsewhere', async () => {
     const query = (path: string) =>
       rawExchange(port, `QUERY ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);

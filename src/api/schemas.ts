@@ -153,6 +153,7 @@ const ERROR_RESPONSES = {
   408: 'REQUEST_TIMEOUT: the request (headers and body) did not arrive in time (REPRISE_REQUEST_TIMEOUT_MS).',
   413: 'PAYLOAD_TOO_LARGE: the body is larger than the server accepts.',
   415: 'UNSUPPORTED_MEDIA_TYPE: the body is not application/json, or is compressed (Content-Encoding).',
+  417: 'EXPECTATION_FAILED: the Expect header asks for more than 100-continue.',
   431: 'HEADERS_TOO_LARGE: the request headers are larger than the server accepts.',
   429: 'RATE_LIMIT_EXCEEDED: too many requests (or failed keys) from this account or address; retry after Retry-After seconds.',
   500: 'INTERNAL_ERROR: an unexpected failure; the request id names it in the server log.',
@@ -163,9 +164,9 @@ export type ErrorStatus = keyof typeof ERROR_RESPONSES;
 
 /**
  * Errors any operation can answer: its path asked with another method, or a request that arrives
- * too slowly, or with too many headers.
+ * too slowly, expects more than 100-continue, or has too many headers.
  */
-const EVERY_OPERATION: readonly ErrorStatus[] = [405, 408, 431];
+const EVERY_OPERATION: readonly ErrorStatus[] = [405, 408, 417, 431];
 
 /** On a 405: the methods the path takes. */
 const allowHeader = {
@@ -177,7 +178,7 @@ const allowHeader = {
 
 /**
  * The responses of an operation for the document: `ok` as 200 and the spec's error body for each
- * of `errors` (and 405, 408 and 431, which any path can answer), all with the request-id and
+ * of `errors` (and 405, 408, 417 and 431, which any path can answer), all with the request-id and
  * rate-limit headers (and Retry-After on 429, Allow on 405). (A request refused before its limit
  * is taken, a 500 or 503, may lack the rate-limit headers.)
  */
