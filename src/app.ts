@@ -277,6 +277,14 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       );
   });
 
+  // A query value that is not valid percent-encoding of UTF-8 (`q=caf%E9`, in Latin-1) is kept as
+  // the literal text by the query parser: refused here, once the key is checked, as a bad path is.
+  app.addHook('preValidation', (request, _reply, done) => {
+    const url = request.url;
+    const start = url.indexOf('?');
+    done(start < 0 || !url.includes('%', start) ? undefined : badQuery(url.slice(start + 1)));
+  });
+
   // Known paths (patterns with parameters too, such as /api/v1/entries/:id) and their methods, for
   // 405 and the Allow header.
   const methodsByPath = new Map<string, Set<string>>();
@@ -344,6 +352,29 @@ function routePattern(url: string): RegExp {
     return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   });
   return new RegExp(`^${parts.join('')}$`);
+}
+
+/** The refusal of a query string with a part that is not valid percent-encoding of UTF-8; none when every part is. */
+function badQuery(query: string): FastifyError | undefined {
+  for (const part of query.split('&')) {
+    try {
+      decodeURIComponent(part.replace(/\+/g, ' '));
+    } catch {
+      const name = part.split('=')[0] ?? '';
+      let field = 'query';
+      try {
+        field = decodeURIComponent(name.replace(/\+/g, ' ')) || field;
+      } catch {
+        // The name itself is not valid: the query string is named.
+      }
+      return new ApiError('INVALID_INPUT', `The query string is not valid percent-encoding (${field})`, {
+        field,
+        expected: 'each % followed by two hex digits, of UTF-8',
+        received: describe(part),
+      }) as FastifyError;
+    }
+  }
+  return undefined;
 }
 
 /** The refusal of an Expect header that asks for more than 100-continue, which is all Reprise meets. */
