@@ -1,5 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, {
   LogController,
@@ -103,6 +104,10 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false, useDefaults: false } },
+    // A path parameter (an entry or key id) over the router's limit (100 characters by default) was
+    // refused before routing, with no route to say why: a 500. No parameter is matched by a
+    // pattern, so none needs a limit below what the request line can hold: the route reads it.
+    routerOptions: { maxParamLength: maxHeaderSize },
     // Requests that reach a closing server (pipelined, or on a busy keep-alive connection) are
     // answered 503 by the hook below, in the spec's error shape rather than Fastify's.
     return503OnClosing: false,
@@ -147,17 +152,20 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     },
   });
   app.server.on('connect', (_req: unknown, socket: Socket) => answerConnect(socket, limiter));
+  // Node answers an Expect other than 100-continue itself (417, no body) unless told otherwise:
+  // such requests are handed to Fastify, whose request hook refuses them in the spec's shape.
+  app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => app.server.emit('request', req, res));
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
   // (A body of a type with no parser is 415, or, to no route, answered 404 or 405 unread.)
   app.removeContentTypeParser('text/plain');
   // Fastify's JSON parser refuses `__proto__` and `constructor.prototype` keys (they could
   // poison prototypes) with the same error as a syntax error; say which it was.
   const json = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
     // No route to read it (404, 405), or nothing sent to a method that takes no body (a DELETE
     // from a client that names the JSON type on every request): there is nothing to parse.
-    if (request.is404 || (text.length === 0 && !BODY_METHODS.has(request.method))) {
+    if (request.is404 || (bytes.length === 0 && !BODY_METHODS.has(request.method))) {
       done(null, undefined);
       return;
     }
@@ -173,11 +181,11 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       );
       return;
     }
-    // Bytes that are not UTF-8 were decoded as U+FFFD, and the entry would be stored and hashed
-    // under text the client never sent. A replacement character changes the body's length in
-    // UTF-8 unless the client sent it as such (or, rarely, a cut-off sequence of three bytes):
-    // reading the body as a string and looking again only then keeps the common path as it is.
-    if (text.includes('\uFFFD') && !sameLength(text, request.headers['content-length'])) {
+    // Bytes that are not UTF-8 decode as U+FFFD, and the entry would be stored and hashed under
+    // text the client never sent. The bytes are checked only when a replacement character shows
+    // (sent as such, or made by the decoding), so the common path decodes once and no more.
+    const text = bytes.toString('utf8');
+    if (text.includes('\uFFFD') && !isUtf8(bytes)) {
       done(
         new ApiError('INVALID_INPUT', 'The request body is not valid UTF-8', {
           field: 'body',
@@ -259,12 +267,22 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       done(err as FastifyError);
       return;
     }
-    if (pending === undefined) done();
+    // Refused once the caller's limit is taken, as any request is.
+    const expectation = unmetExpectation(request.headers.expect);
+    if (pending === undefined) done(expectation);
     else
       pending.then(
-        () => done(),
+        () => done(expectation),
         (err: FastifyError) => done(err),
       );
+  });
+
+  // A query value that is not valid percent-encoding of UTF-8 (`q=caf%E9`, in Latin-1) is kept as
+  // the literal text by the query parser: refused here, once the key is checked, as a bad path is.
+  app.addHook('preValidation', (request, _reply, done) => {
+    const url = request.url;
+    const start = url.indexOf('?');
+    done(start < 0 || !url.includes('%', start) ? undefined : badQuery(url.slice(start + 1)));
   });
 
   // Known paths (patterns with parameters too, such as /api/v1/entries/:id) and their methods, for
@@ -288,18 +306,27 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     return matching.length === 0 ? undefined : new Set(matching.flatMap((p) => [...p.methods]));
   };
 
-  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+  /** The answer to a request no route takes: 405 with Allow on a known path, else 404. */
+  const unrouted = (request: FastifyRequest, reply: FastifyReply): ApiError => {
     const path = request.url.split('?')[0] ?? '';
     const methods = methodsOf(path);
     if (methods && !methods.has(request.method)) {
       reply.header('Allow', [...methods].join(', '));
-      throw new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${[...methods].join(' or ')}`);
+      return new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${[...methods].join(' or ')}`);
     }
-    throw new ApiError('NOT_FOUND', `No endpoint ${request.method} ${path}`);
+    return new ApiError('NOT_FOUND', `No endpoint ${request.method} ${path}`);
+  };
+
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+    throw unrouted(request, reply);
   });
 
   app.setErrorHandler(async (err: FastifyError, request, reply) => {
-    return errorReply(toApiError(err, request), err, request, reply);
+    // Fastify refuses a QUERY without Content-Type before the not-found handler runs; as no route
+    // takes QUERY, the request is answered as any other method no route takes.
+    const apiError =
+      err.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' && request.is404 ? unrouted(request, reply) : toApiError(err, request);
+    return errorReply(apiError, err, request, reply);
   });
 
   const metrics = new Metrics();
@@ -317,11 +344,6 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   return app;
 }
 
-/** Whether `text` in UTF-8 is as long as the body received (`Content-Length`; a chunked body is taken as it is). */
-function sameLength(text: string, contentLength: string | undefined): boolean {
-  return contentLength === undefined || Buffer.byteLength(text, 'utf8') === Number(contentLength);
-}
-
 /** A route's URL (`/api/v1/entries/:id`, `/dashboard/*`) as a pattern of the paths it takes. */
 function routePattern(url: string): RegExp {
   const parts = url.split(/(:[A-Za-z_]\w*|\*)/).map((part) => {
@@ -330,6 +352,39 @@ function routePattern(url: string): RegExp {
     return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   });
   return new RegExp(`^${parts.join('')}$`);
+}
+
+/** The refusal of a query string with a part that is not valid percent-encoding of UTF-8; none when every part is. */
+function badQuery(query: string): FastifyError | undefined {
+  for (const part of query.split('&')) {
+    try {
+      decodeURIComponent(part.replace(/\+/g, ' '));
+    } catch {
+      const name = part.split('=')[0] ?? '';
+      let field = 'query';
+      try {
+        field = decodeURIComponent(name.replace(/\+/g, ' ')) || field;
+      } catch {
+        // The name itself is not valid: the query string is named.
+      }
+      return new ApiError('INVALID_INPUT', `The query string is not valid percent-encoding (${field})`, {
+        field,
+        expected: 'each % followed by two hex digits, of UTF-8',
+        received: describe(part),
+      }) as FastifyError;
+    }
+  }
+  return undefined;
+}
+
+/** The refusal of an Expect header that asks for more than 100-continue, which is all Reprise meets. */
+function unmetExpectation(expect: string | undefined): FastifyError | undefined {
+  if (expect === undefined || expect.trim().toLowerCase() === '100-continue') return undefined;
+  return new ApiError('EXPECTATION_FAILED', 'The expectation in the Expect header cannot be met; send 100-continue or none', {
+    field: 'Expect',
+    expected: '100-continue, or no Expect header',
+    received: describe(expect),
+  }) as FastifyError;
 }
 
 /** Methods whose requests carry a body by their nature; another method's empty body is none. */

@@ -11,7 +11,7 @@ interface RawResponse {
 }
 
 /** Writes `raw` on a new connection to `port` and reads one response, up to the server's close. */
-async function rawExchange(port: number, raw: string): Promise<RawResponse> {
+async function rawExchange(port: number, raw: string, encoding: BufferEncoding = 'utf8'): Promise<RawResponse> {
   const socket = connect(port, '127.0.0.1');
   let received = '';
   socket.setEncoding('utf8').on('data', (d: string) => (received += d));
@@ -19,7 +19,7 @@ async function rawExchange(port: number, raw: string): Promise<RawResponse> {
   // A server that never answers fails the test instead of holding it.
   socket.setTimeout(10_000, () => socket.destroy());
   const closed = once(socket, 'close');
-  socket.write(raw);
+  socket.write(raw, encoding);
   await closed;
   const [head = '', body = ''] = received.split('\r\n\r\n');
   const [statusLine = '', ...lines] = head.split('\r\n');
@@ -75,6 +75,46 @@ describe('requests the HTTP parser refuses are answered in the error shape', () 
       `POST /api/v1/check HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"messa`,
     );
     assertSpecError(res, 408, 'REQUEST_TIMEOUT');
+  });
+
+  test('a chunked body that is not UTF-8 is 400 INVALID_INPUT, and nothing is stored', async () => {
+    const body = Buffer.concat([
+      Buffer.from('{"messages":[{"role":"user","content":"chunked caf'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}],"answer":"x"}'),
+    ]);
+    const head = `POST /api/v1/store HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`;
+    const res = await rawExchange(port, `${head}${body.length.toString(16)}\r\n${body.toString('latin1')}\r\n0\r\n\r\n`, 'latin1');
+    assertSpecError(res, 400, 'INVALID_INPUT');
+    assert.equal(res.body.error.details?.field, 'body');
+    assert.equal((await t.get('/api/v1/entries?q=chunked', key)).json().pagination.total, 0);
+  });
+
+  test('an Expect other than 100-continue is 417 EXPECTATION_FAILED in the error shape, after the key check', async () => {
+    const body = JSON.stringify({ messages: [user('expecting')] });
+    const send = (expect: string, secret: string) =>
+      rawExchange(
+        port,
+        `POST /api/v1/check HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\nExpect: ${expect}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    const res = await send('fancy-feature', key);
+    assertSpecError(res, 417, 'EXPECTATION_FAILED');
+    assert.equal(res.body.error.details?.field, 'Expect');
+    assert.match(res.headers.get('x-request-id') ?? '', /^[\w-]+$/);
+    assertSpecError(await send('fancy-feature', 'rp_live_wrong'), 401, 'INVALID_API_KEY');
+  });
+
+  test('a QUERY without Content-Type (no route takes QUERY) is 405 with Allow on a known path, 404 elsewhere', async () => {
+    const query = (path: string) =>
+      rawExchange(port, `QUERY ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);
+    const known = await query('/api/v1/check');
+    assertSpecError(known, 405, 'METHOD_NOT_ALLOWED');
+    assert.equal(known.headers.get('allow'), 'POST');
+    const entry = await query('/api/v1/entries/12345');
+    assertSpecError(entry, 405, 'METHOD_NOT_ALLOWED');
+    assert.equal(entry.headers.get('allow'), 'GET, HEAD, DELETE');
+    assertSpecError(await query('/api/v1/nope'), 404, 'NOT_FOUND');
+    assertSpecError(await query('/healthz'), 405, 'METHOD_NOT_ALLOWED');
   });
 
   test('a CONNECT (Reprise is no proxy) is 405 METHOD_NOT_ALLOWED, not a connection closed unanswered', async () => {
@@ -150,6 +190,21 @@ describe('bodies: what is read, what is refused', () => {
     assert.equal(res.json().error.details.field, 'body');
     const list = await t.get('/api/v1/entries', key);
     assert.ok(!JSON.stringify(list.json()).includes('\ufffd'));
+    // Nor is a sequence cut off where its replacement character takes as many bytes (F0 9F 98, the
+    // first three of an emoji's four, for U+FFFD's three).
+    const cut = Buffer.concat([
+      Buffer.from('{"messages":[{"role":"user","content":"cut '),
+      Buffer.from([0xf0, 0x9f, 0x98]),
+      Buffer.from('"}],"answer":"x"}'),
+    ]);
+    const cutRes = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/store',
+      payload: cut,
+      headers: { ...auth(), 'content-type': 'application/json' },
+    });
+    assert.equal(cutRes.statusCode, 400);
+    assert.equal(cutRes.json().error.details.field, 'body');
     // A replacement character sent as such is text like any other.
     const sent = await t.post('/api/v1/store', { messages: [user('caf\ufffd')], answer: 'x' }, key);
     assert.equal(sent.statusCode, 200);

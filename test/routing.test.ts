@@ -43,6 +43,42 @@ describe('routing, health and documents', () => {
     }
   });
 
+  test('a query value that is not valid percent-encoding of UTF-8 is 400 INVALID_INPUT naming it, after the key check', async () => {
+    for (const [query, field] of [
+      ['q=caf%E9', 'q'],
+      ['page=1&namespace=%FF', 'namespace'],
+      ['q=%', 'q'],
+      ['%E9=1', 'query'],
+    ] as const) {
+      const res = await t.get(`/api/v1/entries?${query}`, key);
+      assert.equal(res.statusCode, 400, `${query}: ${res.body}`);
+      assert.equal(res.json().error.code, 'INVALID_INPUT');
+      assert.equal(res.json().error.details.field, field, query);
+      assert.ok(res.headers['x-ratelimit-limit']);
+    }
+    assert.equal((await t.get('/api/v1/entries?q=caf%E9')).statusCode, 401);
+    // Escaped as it should be, a % or an é is searched for like any text.
+    for (const query of ['q=100%25', 'q=caf%C3%A9', 'q=a+b'])
+      assert.equal((await t.get(`/api/v1/entries?${query}`, key)).statusCode, 200, query);
+  });
+
+  test('a path parameter over 100 characters is read by its route as a shorter one is, after the key check', async () => {
+    const id = '7'.repeat(500);
+    for (const method of ['GET', 'DELETE'] as const) {
+      const res = await t.app.inject({ method, url: `/api/v1/entries/${id}`, headers: { authorization: `Bearer ${key}` } });
+      assert.equal(res.statusCode, 400, `${method}: ${res.body}`);
+      assert.equal(res.json().error.code, 'INVALID_INPUT');
+      assert.equal(res.json().error.details.field, 'id');
+      assert.ok(res.headers['x-ratelimit-limit']);
+      const without = await t.app.inject({ method, url: `/api/v1/entries/${id}` });
+      assert.equal(without.statusCode, 401);
+      assert.equal(without.json().error.code, 'INVALID_API_KEY');
+    }
+    const revoke = await t.app.inject({ method: 'POST', url: `/dashboard/api/keys/key_${'k'.repeat(500)}/revoke` });
+    assert.equal(revoke.statusCode, 401);
+    assert.equal(revoke.json().error.code, 'UNAUTHORIZED');
+  });
+
   test('a path spelling /api/v1 with percent-escapes is the same endpoint, with the same key check', async () => {
     const url = '/api/%761/health';
     const withKey = await t.get(url, key);

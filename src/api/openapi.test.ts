@@ -28,12 +28,12 @@ describe('/openapi.json: statuses, error bodies and headers', () => {
   after(() => t.close());
 
   const operations: [string, string, string[]][] = [
-    ['/api/v1/check', 'post', ['200', '400', '401', '408', '413', '415', '429', '431', '500', '503']],
-    ['/api/v1/store', 'post', ['200', '400', '401', '403', '408', '413', '415', '429', '431', '500', '503']],
-    ['/api/v1/usage', 'get', ['200', '400', '401', '408', '429', '431', '500', '503']],
-    ['/api/v1/health', 'get', ['200', '401', '408', '429', '431', '500', '503']],
-    ['/healthz', 'get', ['200', '408', '429', '431', '500', '503']],
-    ['/api/v1/entries/{id}', 'delete', ['200', '400', '401', '404', '408', '413', '415', '429', '431', '500', '503']],
+    ['/api/v1/check', 'post', ['200', '400', '401', '405', '408', '413', '415', '417', '429', '431', '500', '503']],
+    ['/api/v1/store', 'post', ['200', '400', '401', '403', '405', '408', '413', '415', '417', '429', '431', '500', '503']],
+    ['/api/v1/usage', 'get', ['200', '400', '401', '405', '408', '417', '429', '431', '500', '503']],
+    ['/api/v1/health', 'get', ['200', '401', '405', '408', '417', '429', '431', '500', '503']],
+    ['/healthz', 'get', ['200', '405', '408', '417', '429', '431', '500', '503']],
+    ['/api/v1/entries/{id}', 'delete', ['200', '400', '401', '404', '405', '408', '413', '415', '417', '429', '431', '500', '503']],
   ];
 
   for (const [path, method, statuses] of operations) {
@@ -64,6 +64,26 @@ describe('/openapi.json: statuses, error bodies and headers', () => {
     assert.equal(res.statusCode, 415);
     assert.equal(res.json().error.code, 'UNSUPPORTED_MEDIA_TYPE');
     assert.ok(doc.paths['/api/v1/entries/{id}']?.delete?.responses['415']);
+  });
+
+  test('every documented path, asked with a method it does not take, is 405 as each of its operations documents, Allow naming its methods', async () => {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      const documented = Object.keys(item).map((m) => m.toUpperCase());
+      const allowed = documented.includes('GET') ? [...documented, 'HEAD'] : documented;
+      for (const [method, op] of Object.entries(item)) {
+        const response = op.responses['405'];
+        assert.equal(response?.content?.['application/json'].schema.$ref, '#/components/schemas/Error', `${method} ${path}`);
+        assert.equal(response?.headers?.Allow?.schema.type, 'string', `${method} ${path} 405 declares Allow`);
+      }
+      const method = (['PUT', 'PATCH', 'POST', 'DELETE'] as const).find((m) => !allowed.includes(m));
+      assert.ok(method, path);
+      const res = await t.app.inject({ method, url: path.replace('{id}', '12345'), headers: { authorization: `Bearer ${key}` } });
+      assert.equal(res.statusCode, 405, `${method} ${path}`);
+      assert.equal(res.json().error.code, 'METHOD_NOT_ALLOWED');
+      assert.equal(res.json().status, 405);
+      assert.deepEqual(String(res.headers.allow).split(', ').sort(), allowed.sort(), `${method} ${path}`);
+      for (const h of HEADERS) assert.match(String(res.headers[h.toLowerCase()]), /^[\w-]+$/, `${method} ${path}: ${h}`);
+    }
   });
 
   test("the error body is the spec's", () => {

@@ -149,9 +149,11 @@ const ERROR_RESPONSES = {
   401: 'INVALID_API_KEY: the Authorization header is missing or malformed, or its key is invalid, revoked or expired.',
   403: 'STORAGE_QUOTA_EXCEEDED: the store would take the account past a storage limit of its plan (details name it); nothing stored was removed. Delete entries (DELETE /api/v1/entries/{id}) or move to a larger plan; retrying does not help.',
   404: 'NOT_FOUND: the account has no such entry.',
+  405: "METHOD_NOT_ALLOWED: the path was asked with a method it does not take (neither this operation's nor another documented on the path); the Allow header lists the methods it takes.",
   408: 'REQUEST_TIMEOUT: the request (headers and body) did not arrive in time (REPRISE_REQUEST_TIMEOUT_MS).',
   413: 'PAYLOAD_TOO_LARGE: the body is larger than the server accepts.',
   415: 'UNSUPPORTED_MEDIA_TYPE: the body is not application/json, or is compressed (Content-Encoding).',
+  417: 'EXPECTATION_FAILED: the Expect header asks for more than 100-continue.',
   431: 'HEADERS_TOO_LARGE: the request headers are larger than the server accepts.',
   429: 'RATE_LIMIT_EXCEEDED: too many requests (or failed keys) from this account or address; retry after Retry-After seconds.',
   500: 'INTERNAL_ERROR: an unexpected failure; the request id names it in the server log.',
@@ -160,22 +162,37 @@ const ERROR_RESPONSES = {
 
 export type ErrorStatus = keyof typeof ERROR_RESPONSES;
 
-/** Errors any operation can answer: a request that arrives too slowly, or with too many headers. */
-const EVERY_OPERATION: readonly ErrorStatus[] = [408, 431];
+/**
+ * Errors any operation can answer: its path asked with another method, or a request that arrives
+ * too slowly, expects more than 100-continue, or has too many headers.
+ */
+const EVERY_OPERATION: readonly ErrorStatus[] = [405, 408, 417, 431];
+
+/** On a 405: the methods the path takes. */
+const allowHeader = {
+  Allow: {
+    type: 'string',
+    description: 'The methods the path takes, comma-separated: those documented on it, and HEAD beside GET (e.g. "GET, HEAD, DELETE").',
+  },
+} as const;
 
 /**
  * The responses of an operation for the document: `ok` as 200 and the spec's error body for each
- * of `errors` (and 408 and 431, which any request can get), all with the request-id and rate-limit headers (and Retry-After on 429). (A
- * request refused before its limit is taken, a 500 or 503, may lack the rate-limit headers.)
+ * of `errors` (and 405, 408, 417 and 431, which any path can answer), all with the request-id and
+ * rate-limit headers (and Retry-After on 429, Allow on 405). (A request refused before its limit
+ * is taken, a 500 or 503, may lack the rate-limit headers.)
  */
 export function responses(ok: object, errors: readonly ErrorStatus[]): Record<string, object> {
   const out: Record<string, object> = { 200: { 'x-response-description': 'Success', ...ok, headers: responseHeaders } };
-  // Any request can be too slow to arrive or carry too many headers, whatever its operation.
+  // Any request can be too slow to arrive or carry too many headers, whatever its operation, and
+  // any path can be asked with a method it does not take.
   for (const status of [...errors, ...EVERY_OPERATION.filter((s) => !errors.includes(s))]) {
     const headers =
       status === 429
         ? { ...responseHeaders, 'Retry-After': { type: 'integer', description: 'Seconds to wait, as error.retry_after.' } }
-        : responseHeaders;
+        : status === 405
+          ? { ...responseHeaders, ...allowHeader }
+          : responseHeaders;
     out[status] = { $ref: 'Error#', description: ERROR_RESPONSES[status], headers };
   }
   return out;

@@ -14,7 +14,7 @@ import type {
   VectorRow,
   VectorUpdate,
 } from '../store/interface.ts';
-import { StorageQuotaError, type StorageLimits, type StorageUse } from '../store/quota.ts';
+import { limited, StorageQuotaError, storageRefusal, storedBytes, type StorageLimits, type StorageUse } from '../store/quota.ts';
 import type { Neighbour, VectorIndex } from '../vector/interface.ts';
 import { entryKey, promptHash, type Message } from './canonical.ts';
 import {
@@ -753,12 +753,16 @@ export class CacheService {
   private async storeNow(account: Account, input: StoreInput): Promise<StoreResult> {
     const t0 = performance.now();
     const hash = promptHash(input.messages);
+    const exactHash = entryKey(hash, input.namespace);
+    const messages = input.messages.map((m) => ({ role: m.role, content: m.content }));
     const key = semanticKey(input.messages, input.namespace ?? '');
     const embedder = this.deps.embedder;
     let vector: Float32Array | null = null;
     let prefixVector: Float32Array | null = null;
     let pending = false;
     if (embedder) {
+      // Embedding is the expensive part: a store that cannot fit is refused before it.
+      await this.refuseWhatCannotFit(account, exactHash, messages, input.answer);
       try {
         const vs = await embedTurns(embedder, key, account.id);
         this.embedded();
@@ -777,11 +781,11 @@ export class CacheService {
     const ttl = input.ttlSeconds ?? account.entryTtlSeconds ?? this.deps.entryTtlSeconds;
     const entry = await this.putWithinLimits(account, {
       accountId: account.id,
-      exactHash: entryKey(hash, input.namespace),
+      exactHash,
       contextHash: key.contextHash,
       namespace: input.namespace || null,
       prefixHash: key.prefixHash,
-      messages: input.messages.map((m) => ({ role: m.role, content: m.content })),
+      messages,
       queryText: key.queryText,
       prefixText: key.prefixText,
       answer: input.answer,
@@ -804,6 +808,28 @@ export class CacheService {
       entryId: entry.publicId,
       promptHash: hash,
     };
+  }
+
+  /**
+   * Throws the `StorageQuotaError` the write would, before anything is embedded, when the entry
+   * clearly cannot fit: a new conversation of the account (not one stored again, which counts only
+   * what it changes) past a limit, with no expired entries whose removal makes room. What may fit
+   * goes on to the write, whose check in its own transaction decides, so that stores at the same
+   * moment, on any node, cannot pass a limit together. One read of the account's storage counts;
+   * more only for an account at its limit.
+   */
+  private async refuseWhatCannotFit(account: Account, exactHash: string, messages: Message[], answer: string): Promise<void> {
+    const limits = this.deps.storageLimits?.(account) ?? null;
+    if (!limited(limits)) return;
+    const adding: StorageUse = { entries: 1, bytes: storedBytes(JSON.stringify(messages), answer) };
+    const refusal = async () => {
+      const use = await this.deps.store.getStorage(account.id);
+      return storageRefusal(limits, { entries: use.entries + 1, bytes: use.bytes + adding.bytes }, adding);
+    };
+    let refused = await refusal();
+    if (refused === null || (await this.deps.store.getEntryByHash(account.id, exactHash)) !== null) return;
+    if ((await this.sweepExpired(1000, account.id)) > 0) refused = await refusal();
+    if (refused !== null) throw refused;
   }
 
   /**

@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
+import { createHttpEmbedder } from '../../embedding/http.ts';
 import { entry } from '../../store/conformance.ts';
 import { startTestApp, tempDir, testConfig, user, type TestApp } from '../../../test/helpers.ts';
+import { freshSchema, serviceUrl, skipReason } from '../../../test/services.ts';
 
 /** A config file with plans of small storage limits. */
 function configWithSmallPlans(): string {
@@ -175,3 +179,100 @@ describe('storage limits across a restart', () => {
     }
   });
 });
+
+/**
+ * An embedding server (an OpenAI-compatible `POST /v1/embeddings`, as `REPRISE_EMBEDDER=http`
+ * calls) that keeps the texts it was asked to embed.
+ */
+function embeddingServer() {
+  const texts: string[] = [];
+  const server = createServer(async (req: IncomingMessage, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const { input } = JSON.parse(body) as { input: string[] };
+    texts.push(...input);
+    const data = input.map((text, index) => ({ index, embedding: [1, text.length % 7, text.charCodeAt(0) % 5] }));
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data }));
+  });
+  return {
+    /** Whether a text it embedded has `word`. */
+    embedded: (word: string) => texts.some((t) => t.toLowerCase().includes(word)),
+    async listen(): Promise<string> {
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+for (const kind of ['SQLite', 'PostgreSQL'] as const) {
+  const skip = kind === 'PostgreSQL' && skipReason('DATABASE_URL');
+  describe(`POST /api/v1/store past a storage limit is refused before it is embedded (${kind})`, { skip }, () => {
+    const embeddings = embeddingServer();
+    const { schema, drop } = freshSchema();
+    let t: TestApp;
+    before(async () => {
+      const url = await embeddings.listen();
+      const env: Record<string, string> = { REPRISE_CONFIG: configWithSmallPlans(), REPRISE_EMBEDDER: 'http', REPRISE_EMBED_URL: url };
+      if (kind === 'PostgreSQL') Object.assign(env, { DATABASE_URL: serviceUrl('DATABASE_URL') as string, REPRISE_PG_SCHEMA: schema });
+      t = await startTestApp({ config: testConfig(env), embedder: await createHttpEmbedder({ baseUrl: url, model: 'lengths' }) });
+    });
+    after(async () => {
+      await t.close();
+      await drop();
+      await embeddings.close();
+    });
+
+    const store = (key: string, question: string, answer = `Answer to ${question}`) =>
+      t.post('/api/v1/store', { messages: [user(question)], answer }, key);
+
+    test('a new conversation past max_entries: 403, and its text never reaches the embedding server', async () => {
+      const key = await t.key(undefined, 'three');
+      for (const q of ['aardvark', 'badger', 'cheetah']) {
+        const stored = await store(key, `What does a ${q} eat?`);
+        assert.deepEqual(stored.json().cache_types_stored, ['exact', 'semantic'], stored.body);
+        assert.ok(embeddings.embedded(q), `${q} was embedded`);
+      }
+      const refused = await store(key, 'What does a dingo eat?');
+      assertRefused(refused, { limit: 'max_entries', allowed: 3, current: 3, adding: 1 });
+      assert.equal(embeddings.embedded('dingo'), false);
+      const metrics = (await t.get('/metrics')).body;
+      assert.match(metrics, /^reprise_stores_refused_total\{limit="max_entries"\} 1$/m);
+    });
+
+    test('a store past max_stored_bytes: 403 with the bytes it would add, and not embedded', async () => {
+      const key = await t.key(undefined, 'small');
+      const messages = [user('How long is an echidna?')];
+      const answer = 'About 40 centimetres. '.repeat(20);
+      assertRefused(await t.post('/api/v1/store', { messages, answer }, key), {
+        limit: 'max_stored_bytes',
+        allowed: 400,
+        current: 0,
+        adding: bytesOf(messages, answer),
+      });
+      assert.equal(embeddings.embedded('echidna'), false);
+    });
+
+    test('at the limit, a conversation stored again is still embedded and taken', async () => {
+      const key = await t.key(undefined, 'three');
+      for (const q of ['What is a ferret?', 'What is a gecko?', 'What is a hedgehog?']) await store(key, q);
+      const again = await store(key, 'What is a gecko?', 'A small lizard.');
+      assert.equal(again.statusCode, 200, again.body);
+      assert.deepEqual(again.json().cache_types_stored, ['exact', 'semantic']);
+      assert.equal((await t.post('/api/v1/check', { messages: [user('What is a gecko?')] }, key)).json().answer, 'A small lizard.');
+    });
+
+    test('at the limit with expired entries not yet removed, a new conversation is embedded and taken', async () => {
+      const name = `expired-${kind}`;
+      const key = await t.key(name, 'three');
+      const account = await t.runtime.ctx.store.getAccountByName(name);
+      const past = new Date(Date.now() - 60_000).toISOString();
+      for (let i = 0; i < 3; i++) await t.runtime.ctx.store.putEntry(entry(account?.id ?? '', { expiresAt: past }));
+      const stored = await store(key, 'What is an ibex?');
+      assert.equal(stored.statusCode, 200, stored.body);
+      assert.deepEqual(stored.json().cache_types_stored, ['exact', 'semantic']);
+      assert.ok(embeddings.embedded('ibex'));
+      assert.equal((await t.get('/api/v1/usage', key)).json().storage.entries, 1);
+    });
+  });
+}
