@@ -249,6 +249,9 @@ describe('CalibratedScorer', () => {
       [`Summarize the following article in one sentence. ${article}`, `Summarize the following article in three bullet points. ${article}`],
       [`Classify the sentiment of this review. ${review}`, `Classify the topic of this review. ${review}`],
       [`${review} Classify the sentiment.`, `${review} Classify the topic.`],
+      // Two requests of one verb, read as questions by the first stage ("What is a headline for this
+      // news. T?"), are read as typed by the check too (0.66 before).
+      [`Write a headline for this news. ${article}`, `Write a tweet about this news. ${article}`],
     ] as const) {
       assert.equal(await score(a, b), 0, `${a} / ${b}`);
       assert.equal(await score(b, a), 0, `${b} / ${a}`);
