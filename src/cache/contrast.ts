@@ -1910,6 +1910,9 @@ function opensRequest(words: readonly string[]): boolean {
   return TASK_VERBS.has(first) || nlp(words.slice(i, i + 8).join(' ')).has('^(#Infinitive|#Imperative)');
 }
 
+/** The words `requestsAround` compares, at most, in looking for a passage: about a third of a millisecond. */
+const PASSAGE_BUDGET = 100_000;
+
 /** Two prompts' instructions around a shared passage, and whether each is a request (read last: `opensRequest`). */
 interface Around {
   words: [string[], string[]];
@@ -1943,10 +1946,14 @@ function requestsAround(a: TextInfo, b: TextInfo): Around | null {
     if (w !== undefined) starts.set(w, [...(starts.get(w) ?? []), p]);
   }
   let best: { i: number; p: number; n: number } | null = null;
+  let steps = 0;
   for (const i of ex) {
     for (const p of starts.get(x[i] ?? '') ?? []) {
       let m = 0;
       while (i + m < x.length && p + m < y.length && x[i + m] === y[p + m]) m++;
+      // Texts of a sentence repeated hundreds of times would take seconds: they are left to the model.
+      steps += 2 * m;
+      if (steps > PASSAGE_BUDGET) return null;
       for (let n = m; n >= PASSAGE_WORDS && n > (best?.n ?? 0); n--) {
         if (ex.has(i + n) && ey.has(p + n)) {
           best = { i, p, n };
