@@ -234,6 +234,40 @@ describe('CalibratedScorer', () => {
     }
   });
 
+  test('the same text set off by a sentence, under another instruction, is a miss; reworded or in quotes, it hits', async () => {
+    const scorer = new CalibratedScorer();
+    const score = async (a: string, b: string) => {
+      const [va, vb] = (await embedder.embed([a, b])) as Float32Array[];
+      const side = (text: string, vector: Float32Array): Side => ({ text, vector });
+      return scorer.score(side(b, vb as Float32Array), side(a, va as Float32Array), dot(va as Float32Array, vb as Float32Array));
+    };
+    const article = 'The city council voted on Tuesday to expand the bike lane network across the downtown area.';
+    const review = 'The battery died after two days and support never answered my emails.';
+    const meeting = 'the meeting has been moved to Thursday afternoon';
+    // Served at 0.96 to 0.99 before.
+    for (const [a, b] of [
+      [`Summarize the following article in one sentence. ${article}`, `Summarize the following article in three bullet points. ${article}`],
+      [`Classify the sentiment of this review. ${review}`, `Classify the topic of this review. ${review}`],
+      [`${review} Classify the sentiment.`, `${review} Classify the topic.`],
+      // Two requests of one verb, read as questions by the first stage ("What is a headline for this
+      // news. T?"), are read as typed by the check too (0.66 before).
+      [`Write a headline for this news. ${article}`, `Write a tweet about this news. ${article}`],
+    ] as const) {
+      assert.equal(await score(a, b), 0, `${a} / ${b}`);
+      assert.equal(await score(b, a), 0, `${b} / ${a}`);
+    }
+    for (const [a, b] of [
+      [`Summarize the following article in one sentence. ${article}`, `Summarize the following article in a single sentence. ${article}`],
+      [`Summarize this article. ${article}`, `Give me a summary of this article. ${article}`],
+      [`${review} Fix the grammar.`, `${review} Correct the grammar.`],
+      [`Translate '${meeting}' into French`, `Please translate '${meeting}' into French.`],
+    ] as const) {
+      const there = await score(a, b);
+      const back = await score(b, a);
+      assert.ok(there >= 0.85 && back >= 0.85, `${a} / ${b}: ${there}, ${back}`);
+    }
+  });
+
   test('identical texts score 1 whatever the runner-up', () => {
     const scorer = new CalibratedScorer();
     assert.equal(scorer.score(candidate, { ...candidate }, 1, 0.999), 1);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Lru } from '../util/lru.ts';
 import { acronymsIn, expandAcronyms, namesWords, otherAcronyms } from './acronyms.ts';
-import { differentRequest, otherNames, synonyms } from './contrast.ts';
+import { differentRequest, otherInstruction, otherNames, synonyms } from './contrast.ts';
 import { analyse, aroundShared, AUXILIARIES, FEATURE_NAMES, opensQuestion, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
 import { unwrap, type Unwrapped } from './wording.ts';
@@ -315,6 +315,13 @@ function otherWordless(a: Read, b: Read): string | null {
   return a.normalised === '' && b.normalised === '' && a.canonical !== b.canonical ? `no words: ${a.canonical}/${b.canonical}` : null;
 }
 
+/** Whether two texts are requests made with the same verb, as typed or without their wrappers ("Explain X" / "Explain Y"). */
+function sameRequest(x: Unwrapped, y: Unwrapped, form: 'typed' | 'plain'): boolean {
+  return (
+    x.asked !== null && y.asked !== null && x.asked[`${form}Request`] !== '' && x.asked[`${form}Request`] === y.asked[`${form}Request`]
+  );
+}
+
 /**
  * `similarity_score` as the calibrated probability that a cached answer for the candidate is a
  * right answer for the query, from a small model over the two vectors and cheap text checks
@@ -398,8 +405,7 @@ export class CalibratedScorer implements HitScorer {
     // it is, as the first stage reads such rewordings kindly and their questions strictly.
     const askedA = wrappedA.asked;
     const askedB = wrappedB.asked;
-    const same = (form: 'typed' | 'plain') =>
-      askedA !== null && askedB !== null && askedA[`${form}Request`] !== '' && askedA[`${form}Request`] === askedB[`${form}Request`];
+    const same = (form: 'typed' | 'plain') => sameRequest(wrappedA, wrappedB, form);
     // The same wrapper around two such requests ("Any idea how to sort a list?" / "… how to reverse
     // a list?") is read without it too.
     const form = !plain && same('typed') ? 'typed' : same('plain') ? 'plain' : null;
@@ -462,6 +468,11 @@ export class CalibratedScorer implements HitScorer {
       // A request against a question (read kindly by the first stage) that names another person or
       // place: "List the countries that border France" / "Which countries border Spain?".
       if (why === null && requestAndQuestion(wrappedA, a, wrappedB, b)) why = otherNames(a, b, true);
+      // Two requests of one verb are read as questions ("Write a headline for this news. T" as
+      // "What is a headline for this news. T?"), which the check of instructions leaves alone: it
+      // reads them as typed too.
+      if (why === null && (sameRequest(wrappedA, wrappedB, 'typed') || sameRequest(wrappedA, wrappedB, 'plain')))
+        why = otherInstruction(this.analyseQuery(query), this.analyse(candidate.text, candidate.scope));
       why ??= carried(found, a, b);
       found.set(key, why);
     }

@@ -703,4 +703,53 @@ describe('other instructions around the same passage', () => {
       null,
     );
   });
+
+  const ARTICLE = 'The city council voted on Tuesday to expand the bike lane network across the downtown area.';
+  const MEETING = 'the meeting has been moved to Thursday afternoon';
+
+  test('the same passage in quotes, after a sentence or before the instruction, under instructions that ask for other things, is another request', () => {
+    for (const [a, b, why] of [
+      [
+        `Summarize the following article in one sentence. ${ARTICLE}`,
+        `Summarize the following article in three bullet points. ${ARTICLE}`,
+        'instruction: one sentence/three bullet points',
+      ],
+      [`Classify the sentiment of this review. ${REVIEW}`, `Classify the topic of this review. ${REVIEW}`, 'instruction: sentiment/topic'],
+      [`${ARTICLE} Summarize this.`, `${ARTICLE} Translate this to French.`, 'instruction: summarize/translate french'],
+      [`${REVIEW} Write a polite reply.`, `${REVIEW} Classify the sentiment!`, 'instruction: polite reply/classify sentiment'],
+      [`Translate '${MEETING}' into French`, `Explain '${MEETING}' in simple words`, 'instruction: translate french/explain simple words'],
+      [`Make "${MEETING}" sound more urgent.`, `Make "${MEETING}" sound more cheerful.`, 'instruction: urgent/cheerful'],
+      [`Please count the words in “${MEETING}”`, `Please count the vowels in “${MEETING}”`, 'instruction: words/vowels'],
+    ] as const) {
+      assert.equal(otherInstruction(analyse(a), analyse(b)), why, `${a} / ${b}`);
+      assert.notEqual(d(a, b), null, `${a} / ${b}`);
+      assert.notEqual(d(b, a), null, `${b} / ${a}`);
+    }
+  });
+
+  test('the same instruction reworded around such a passage, and statements or questions around a quote, are no other request', () => {
+    for (const [a, b] of [
+      [`Summarize the following article in one sentence. ${ARTICLE}`, `Summarize the following article in a single sentence. ${ARTICLE}`],
+      [`Summarize this article. ${ARTICLE}`, `Give me a summary of this article. ${ARTICLE}`],
+      [`${REVIEW} Fix the grammar.`, `${REVIEW} Correct the grammar.`],
+      [`Translate '${MEETING}' into French`, `Please translate '${MEETING}' to French.`],
+      [`Make "${MEETING}" sound more urgent.`, `Make "${MEETING}" sound urgent.`],
+      // What someone said, quoted in the news: no request.
+      [
+        '"We are pleased with the results of the quarter," the company said.',
+        '"We are pleased with the results of the quarter," a spokesman said.',
+      ],
+      [
+        '"Stop the war now and bring the troops home," protesters chanted.',
+        '"Stop the war now and bring the troops home," marchers shouted.',
+      ],
+      [`${REVIEW} What is the tone of this?`, `${REVIEW} Translate this into Spanish.`],
+      [`Is "${MEETING}" correct English?`, `Translate "${MEETING}" into German`],
+    ] as const) {
+      assert.equal(otherInstruction(analyse(a), analyse(b)), null, `${a} / ${b}`);
+      assert.equal(otherInstruction(analyse(b), analyse(a)), null, `${b} / ${a}`);
+    }
+    // Without a break, a bound or a quote around it, the passage is not found.
+    assert.equal(otherInstruction(analyse(`Classify the sentiment of ${REVIEW}`), analyse(`Classify the topic of ${REVIEW}`)), null);
+  });
 });

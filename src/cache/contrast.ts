@@ -1839,35 +1839,38 @@ const isNumber = (w: string): boolean => /^\d+$/.test(w);
  * What two prompts that carry the same passage (a text, a review, code: `PASSAGE_WORDS` words or
  * more, after a line break or a colon in both, or before one) say besides it, where they differ in
  * a short stretch (up to `INSTRUCTION_WORDS` words on each side): the instructions around the
- * passage. Null otherwise, and when either is put as a question ("What is the population of
- * Tokyo?\nhow has it changed" / "How many people live in Tokyo?\nhow has it changed", a follow-up
- * read after the same turn: "when was it discovered" / "discovery year of the stone"), which is
- * reworded more freely than an instruction and is the other checks' and the model's to read, or
- * opens as a statement.
+ * passage, or null where they differ more. Null otherwise, and when either is put as a question
+ * ("What is the population of Tokyo?\nhow has it changed" / "How many people live in
+ * Tokyo?\nhow has it changed", a follow-up read after the same turn: "when was it discovered" /
+ * "discovery year of the stone"), which is reworded more freely than an instruction and is the
+ * other checks' and the model's to read, or opens as a statement. Undefined where the two texts
+ * break at no place around such a passage.
  */
-function instructionsAround(a: TextInfo, b: TextInfo): [string[], string[]] | null {
+function instructionsAround(a: TextInfo, b: TextInfo): [string[], string[]] | null | undefined {
   const x = a.words;
   const y = b.words;
   const [start, end] = sharedEnds(x, y);
-  let found: [string[], string[]] | null = null;
+  let found: [string[], string[]] | null | undefined;
   // The instructions before the passage, from the first place where both break (the longest passage).
   for (let k = end; k >= PASSAGE_WORDS; k--) {
     if (a.breaks.has(x.length - k) && b.breaks.has(y.length - k)) {
-      if (x.length - k - start <= INSTRUCTION_WORDS && y.length - k - start <= INSTRUCTION_WORDS)
-        found = [x.slice(0, x.length - k), y.slice(0, y.length - k)];
+      found =
+        x.length - k - start <= INSTRUCTION_WORDS && y.length - k - start <= INSTRUCTION_WORDS
+          ? [x.slice(0, x.length - k), y.slice(0, y.length - k)]
+          : null;
       break;
     }
   }
   // Or after it.
-  if (found === null) {
+  if (!found) {
     for (let k = start; k >= PASSAGE_WORDS; k--) {
       if (a.breaks.has(k) && b.breaks.has(k)) {
-        if (x.length - k - end <= INSTRUCTION_WORDS && y.length - k - end <= INSTRUCTION_WORDS) found = [x.slice(k), y.slice(k)];
+        found = x.length - k - end <= INSTRUCTION_WORDS && y.length - k - end <= INSTRUCTION_WORDS ? [x.slice(k), y.slice(k)] : null;
         break;
       }
     }
   }
-  if (found === null) return null;
+  if (!found) return found;
   // A statement about something ("The guides are organized into six sections: …"), and questions.
   const [x0, y0] = found;
   return STATING.has(bare(x0[0] ?? '')) || STATING.has(bare(y0[0] ?? '')) || putAsAQuestion(x0) || putAsAQuestion(y0) ? null : found;
@@ -1885,20 +1888,120 @@ function putAsAQuestion(words: readonly string[]): boolean {
   return opensQuestion(first) && !(REQUESTING.has(first) && words[1] === 'you');
 }
 
+/** Words that may open a request before its verb: "please summarize", "can you translate", "now list". */
+const LEAD_IN = new Set(['please', 'pls', 'plz', 'kindly', 'now', 'also', 'then', 'and', 'just', 'so']);
+
+/** The words of `REPLACED` for what a request asks done to a text: "translate", "proofread", "reword". */
+const TASK_VERBS = new Set(REPLACED.find((set) => set.some((member) => member.includes('translate')))?.flat() ?? []);
+
+/**
+ * Whether words open a request: a verb in its base form, after words that may lead in to one
+ * ("please", "can you"), as compromise tags it in these words ("summarize the following article",
+ * "classify the sentiment"; not "said", "shares closed higher"), or a word of `TASK_VERBS` that it
+ * reads as a noun ("proofread", "paraphrase"). Tagging costs about 50 µs: read last.
+ */
+function opensRequest(words: readonly string[]): boolean {
+  let i = 0;
+  while (REQUESTING.has(words[i] ?? '') ? words[i + 1] === 'you' : LEAD_IN.has(words[i] ?? '')) {
+    i += REQUESTING.has(words[i] ?? '') ? 2 : 1;
+  }
+  const first = words[i];
+  if (first === undefined) return false;
+  return TASK_VERBS.has(first) || nlp(words.slice(i, i + 8).join(' ')).has('^(#Infinitive|#Imperative)');
+}
+
+/** The words `requestsAround` compares, at most, in looking for a passage: about a third of a millisecond. */
+const PASSAGE_BUDGET = 100_000;
+
+/** Two prompts' instructions around a shared passage, and whether each is a request (read last: `opensRequest`). */
+interface Around {
+  words: [string[], string[]];
+  requests: () => boolean;
+}
+
+/**
+ * What two prompts that carry the same passage set off otherwise than by a line break or a colon
+ * (`TextInfo.bounds`: in quotes, after the end of a sentence, or before it) say besides it: the
+ * longest run of `PASSAGE_WORDS` words or more that both have, each of its ends a bound, a break or
+ * the text's own end in both, and the words of each text before and after it, where they differ in
+ * a short stretch (up to `INSTRUCTION_WORDS` words on each side). "Translate 'T' into French" /
+ * "… into German", "Summarize the following article in one sentence. T" / "… in three bullet
+ * points. T", "T Summarize this." / "T Translate this to French.". Such ends are found in statements
+ * and questions as often (news sentences quote what someone said), so neither part, before or
+ * after, may be a question or a statement, and each text must open a request before the passage or
+ * after it (`Around.requests`). A run from both texts' start may hold the start of the request
+ * ("Rewrite" in "Rewrite 'T' in passive voice" / "Rewrite 'T' in future tense"): its words up to
+ * the first place where both break or are bound inside it are read as a request too.
+ */
+function requestsAround(a: TextInfo, b: TextInfo): Around | null {
+  const x = a.words;
+  const y = b.words;
+  const edges = (t: TextInfo, n: number) => new Set([0, n, ...t.breaks, ...t.bounds]);
+  const ex = edges(a, x.length);
+  const ey = edges(b, y.length);
+  // The edges of the second text, by the word after them.
+  const starts = new Map<string, number[]>();
+  for (const p of ey) {
+    const w = y[p];
+    if (w !== undefined) starts.set(w, [...(starts.get(w) ?? []), p]);
+  }
+  let best: { i: number; p: number; n: number } | null = null;
+  let steps = 0;
+  for (const i of ex) {
+    for (const p of starts.get(x[i] ?? '') ?? []) {
+      let m = 0;
+      while (i + m < x.length && p + m < y.length && x[i + m] === y[p + m]) m++;
+      // Texts of a sentence repeated hundreds of times would take seconds: they are left to the model.
+      steps += 2 * m;
+      if (steps > PASSAGE_BUDGET) return null;
+      for (let n = m; n >= PASSAGE_WORDS && n > (best?.n ?? 0); n--) {
+        if (ex.has(i + n) && ey.has(p + n)) {
+          best = { i, p, n };
+          break;
+        }
+      }
+    }
+  }
+  if (best === null) return null;
+  const { i, p, n } = best;
+  const before = [x.slice(0, i), y.slice(0, p)] as const;
+  const after = [x.slice(i + n), y.slice(p + n)] as const;
+  const ix = [...before[0], ...after[0]];
+  const iy = [...before[1], ...after[1]];
+  const [start, end] = sharedEnds(ix, iy);
+  if (ix.length - start - end > INSTRUCTION_WORDS || iy.length - start - end > INSTRUCTION_WORDS) return null;
+  for (const part of [...before, ...after]) {
+    if (part.length > 0 && (STATING.has(bare(part[0] ?? '')) || putAsAQuestion(part))) return null;
+  }
+  // The run's words up to the first place inside it where both texts break or are bound.
+  let k = 1;
+  while (k <= INSTRUCTION_WORDS && !(ex.has(i + k) && ey.has(p + k))) k++;
+  const opening = i === 0 && p === 0 && k <= INSTRUCTION_WORDS && n - k >= PASSAGE_WORDS ? x.slice(0, k) : [];
+  const request = (before: string[], after: string[]) =>
+    before.length > 0 ? opensRequest(before) || opensRequest(after) : opensRequest(after) || opensRequest(opening);
+  return { words: [ix, iy], requests: () => request(before[0], after[0]) && request(before[1], after[1]) };
+}
+
 /**
  * Two prompts that carry the same passage with instructions around it that ask for different
- * things (`instructionsAround`, `otherAsked`): each instruction has a word that asks for something
- * and that no word of the other asks for too: "Classify the sentiment: T" / "Classify the topic:
- * T", "Rewrite in passive voice: T" / "Rewrite in future tense: T", "T\n\nFind the bug" /
- * "T\n\nAdd comments". The passage outweighs the instruction in the vectors, so the first stage
- * served such pairs at 0.87 to 0.98. The same instruction reworded ("Summarize this:" / "Give me a
- * summary of this:", "Translate into French:" / "Translate to French:", "Fix the grammar:" /
- * "Correct the grammar:") leaves no such word on both sides, nor does an instruction that only adds
- * to the other ("Find the bug" / "Find the bug in this code"): those are left to the model.
+ * things (`instructionsAround`, `requestsAround`, `otherAsked`): each instruction has a word that
+ * asks for something and that no word of the other asks for too: "Classify the sentiment: T" /
+ * "Classify the topic: T", "Rewrite in passive voice: T" / "Rewrite in future tense: T",
+ * "T\n\nFind the bug" / "T\n\nAdd comments", "Translate 'T' into French" / "… into German",
+ * "Summarize the following article in one sentence. T" / "… in three bullet points. T". The passage
+ * outweighs the instruction in the vectors, so the first stage served such pairs at 0.87 to 0.99.
+ * The same instruction reworded ("Summarize this:" / "Give me a summary of this:", "Translate into
+ * French:" / "Translate to French:", "Fix the grammar:" / "Correct the grammar:") leaves no such
+ * word on both sides, nor does an instruction that only adds to the other ("Find the bug" / "Find
+ * the bug in this code"): those are left to the model.
  */
 export function otherInstruction(a: TextInfo, b: TextInfo): string | null {
-  if (a.breaks.size === 0 || b.breaks.size === 0) return null;
-  const found = instructionsAround(a, b);
+  if (a.breaks.size + a.bounds.size === 0 || b.breaks.size + b.bounds.size === 0) return null;
+  // A passage set off by a line break or a colon in both is read so; only where there is none are its other edges read.
+  const atBreaks = a.breaks.size > 0 && b.breaks.size > 0 ? instructionsAround(a, b) : undefined;
+  const around = atBreaks === undefined ? requestsAround(a, b) : null;
+  const found = atBreaks ?? around?.words;
   const other = found && otherAsked(...found);
-  return other ? `instruction: ${other[0].join(' ')}/${other[1].join(' ')}` : null;
+  if (!other || (around && !around.requests())) return null;
+  return `instruction: ${other[0].join(' ')}/${other[1].join(' ')}`;
 }

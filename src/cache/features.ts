@@ -200,6 +200,12 @@ export interface TextInfo {
    * "T\n\nFind the bug"). Empty for a text over `FEATURE_CHARS`.
    */
   breaks: Set<number>;
+  /**
+   * Where else a passage can start or end: the indices in `words` of the words after the end of a
+   * sentence (". ", "? ", "! ", "; ") or at the edge of a quote ("Translate 'T' into French",
+   * "Summarize the following article in one sentence. T"). Empty for a text over `FEATURE_CHARS`.
+   */
+  bounds: Set<number>;
 }
 
 /** A capital that says nothing of a name: a sentence's first letter, or the pronoun "I" ("I'm"). */
@@ -417,27 +423,40 @@ export function analyse(text: string): TextInfo {
     lowerCase,
     sentenceCase,
     ...quotesOf(text),
-    breaks: long ? new Set() : breaksOf(text),
+    ...(long ? { breaks: new Set<number>(), bounds: new Set<number>() } : breaksOf(text)),
   };
 }
 
 /** A line break, or a colon before a space (not "3:00", not "https://"). */
 const BREAK = /\n|:\s/;
+/**
+ * The end of a sentence before a space (not "3.5"), or a quote mark: a double one, a backtick, or a
+ * single one after a space or before one ("'the meeting moved'", not "don't").
+ */
+const BOUND = /[.!?;]["'”’)\]]*\s|["“”«»`]|(?:^|\s)['‘]|['’](?:[\s.,;:!?)]|$)/;
 
-/** `TextInfo.breaks`: a line break or a colon between two words. */
-function breaksOf(text: string): Set<number> {
+/**
+ * `TextInfo.breaks` and `bounds`: a line break or a colon between two words; the end of a sentence
+ * or a quote mark.
+ */
+function breaksOf(text: string): { breaks: Set<number>; bounds: Set<number> } {
   const breaks = new Set<number>();
-  if (!/[:\n]/.test(text)) return breaks;
+  const bounds = new Set<number>();
+  if (!/[:\n.!?;"“”«»`'‘’]/.test(text)) return { breaks, bounds };
   // The words as `words` reads them: of the text in lower case.
   const lower = text.toLowerCase();
   let i = 0;
   let after = 0;
   for (const m of lower.matchAll(WORD)) {
-    if (i > 0 && BREAK.test(lower.slice(after, m.index))) breaks.add(i);
+    if (i > 0) {
+      const gap = lower.slice(after, m.index);
+      if (BREAK.test(gap)) breaks.add(i);
+      else if (BOUND.test(gap)) bounds.add(i);
+    }
     after = m.index + m[0].length;
     i++;
   }
-  return breaks;
+  return { breaks, bounds };
 }
 
 /** A quoted word or passage: "…", “…”, «…», `…`, or '…' and ‘…’ after a space or at the start. */
