@@ -89,7 +89,7 @@ function lockEmbeddedDataDir(config: Config): DataDirLock | null {
   }
 }
 
-/** Removals kept for the embedded store's snapshot, at least (see boundRemovals). */
+/** Removals kept for the embedded store's snapshot, at least (see trimRemovals). */
 const REMOVALS_KEPT = 100_000;
 
 /**
@@ -214,7 +214,7 @@ export interface RuntimeOptions {
   embedderProbeMs?: number;
   /** How often expired entries are swept (default a minute). */
   sweepMs?: number;
-  /** Removals kept for the embedded store's snapshot, at least (default 100,000; see boundRemovals). */
+  /** Removals kept for the embedded store's snapshot, at least (default 100,000; see trimRemovals). */
   removalsKept?: number;
 }
 
@@ -299,20 +299,32 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // The vectors removed (deletes, expiries, moves to another partition) are listed in the database
   // for the snapshot on disk, to be taken out of it at a start after a crash. With none there for
   // a later start to load (this start loaded none; or, without an embedder, none is left by one),
-  // the list is emptied now and after each expiry sweep: it would otherwise keep a row for each
-  // delete and expiry until a snapshot is saved, for good on a server without an embedder.
-  const unlisted =
-    store instanceof SqliteStore && (snapshot ? watermark === null : !existsSync(path.join(snapshotDir, 'manifest.json'))) ? store : null;
-  const forgetRemovals = async (): Promise<void> => {
+  // no snapshot can need the list: it is emptied now and after each expiry sweep (see trimRemovals).
+  const unlisted = store instanceof SqliteStore && (snapshot ? watermark === null : !existsSync(path.join(snapshotDir, 'manifest.json')));
+  /**
+   * Trims the embedded store's list of removed vectors to its bound. With no snapshot that can
+   * need it the bound is 0: the list would otherwise keep a row for each delete and expiry until
+   * a snapshot is saved, for good on a server without an embedder. Otherwise it grows with every
+   * delete and expiry until the next shutdown saves a new snapshot; past as many as the index
+   * holds (100,000 at least), the snapshot is dropped with them: a start after a crash would then
+   * rebuild the index. Not while the index loads from the snapshot, which reads the list.
+   */
+  const trimRemovals = async (): Promise<void> => {
+    if (!(store instanceof SqliteStore) || (!unlisted && snapshot && !cache.indexReady)) return;
     // Up to the number read now, before any snapshot is saved (at close, after the sweeps): the
     // removals after the one it is saved at are kept for it.
-    await unlisted
-      ?.forgetRemovedVectors(unlisted.vectorSeq())
-      .catch((err: unknown) =>
-        opts.log?.warn({ err }, 'the list of removed vectors could not be emptied; it is tried again at the next sweep'),
-      );
+    const upTo = store.vectorSeq();
+    const removals = store.removedVectorCount();
+    if (removals <= (unlisted ? 0 : Math.max(opts.removalsKept ?? REMOVALS_KEPT, index.size))) return;
+    // The snapshot first: one left without its removals would be loaded after a crash.
+    if (!unlisted) rmSync(snapshotDir, { recursive: true, force: true });
+    await store.forgetRemovedVectors(upTo);
+    if (!unlisted)
+      opts.log?.info({ removals }, 'the index snapshot is dropped, with the removals made since it was saved; the next shutdown saves one');
   };
-  await forgetRemovals();
+  const trimFailed = (err: unknown) =>
+    opts.log?.warn({ err }, 'the list of removed vectors could not be trimmed; it is tried again at the next sweep');
+  await trimRemovals().catch(trimFailed);
   // Accounts deleted with the CLI leave the index (see `forgetDeletedAccounts`). Those of the
   // embedded store are deleted by another process: the server looks when another connection has
   // committed (read each second), and before it saves a snapshot; and here, for those deleted while
@@ -416,25 +428,11 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   };
   if (opts.indexWaitMs === undefined) await indexLoaded;
   else if (opts.indexWaitMs > 0) await waitAtMost(opts.indexWaitMs, () => indexLoaded);
-  // The removals a snapshot on disk would be brought up to date with grow with every delete and
-  // expiry until the next shutdown saves a new one. Past as many as the index holds (100,000 at
-  // least), the snapshot is dropped with them: a start after a crash would then rebuild the index.
-  const boundRemovals = async (): Promise<void> => {
-    if (!(store instanceof SqliteStore) || unlisted || (snapshot && !cache.indexReady)) return;
-    const removals = store.removedVectorCount();
-    if (removals <= Math.max(opts.removalsKept ?? REMOVALS_KEPT, index.size)) return;
-    // The snapshot first: one left without its removals would be loaded after a crash.
-    rmSync(snapshotDir, { recursive: true, force: true });
-    await store.forgetRemovedVectors(store.vectorSeq());
-    opts.log?.info({ removals }, 'the index snapshot is dropped, with the removals made since it was saved; the next shutdown saves one');
-  };
   const sweeper = setInterval(() => {
     void cache
       .sweepExpired()
       .catch(() => undefined)
-      .then(() => (background.signal.aborted ? undefined : forgetRemovals()))
-      .then(() => (background.signal.aborted ? undefined : boundRemovals()))
-      .catch(() => undefined);
+      .then(() => (background.signal.aborted ? undefined : trimRemovals().catch(trimFailed)));
   }, opts.sweepMs ?? 60_000);
   sweeper.unref();
 
