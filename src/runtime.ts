@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AppContext } from './api/context.ts';
@@ -22,7 +22,7 @@ import { RedisRateLimiter } from './limits/redis.ts';
 import { IndexSync } from './cache/sync.ts';
 import { waitAtMost } from './util/time.ts';
 import { Redis } from 'ioredis';
-import { HybridIndex, loadSnapshot, saveSnapshot, snapshotToken } from './vector/hnsw.ts';
+import { dropSnapshot, findSnapshots, HybridIndex, loadSnapshot, saveSnapshot } from './vector/hnsw.ts';
 
 /** The package version, read from package.json (one level up from src/, two from dist/src/). */
 export const VERSION: string = (() => {
@@ -276,13 +276,22 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     nodeLock && store instanceof PostgresStore && sync && embedder ? { lock: nodeLock, store, sync, tag: embedder.id } : null;
   let nodeToken: string | null = null;
   if (nodeSnapshot) {
-    const token = snapshotToken(snapshotDir);
-    const seq = token === null ? null : await nodeSnapshot.store.snapshotSeq(token);
+    // Each manifest read once: the one in place, or, after a save ended between its renames, the
+    // new one (recorded before it was written) and the old one.
+    const found = findSnapshots(snapshotDir);
     const { first } = await nodeSnapshot.store.changeBounds();
-    if (seq !== null && seq >= first - 1 && loadSnapshot(index, snapshotDir, nodeSnapshot.tag, token, true) !== null) {
-      nodeToken = token;
-      nodeSnapshot.sync.markAt(seq, first);
-    } else rmSync(snapshotDir, { recursive: true, force: true });
+    let usable: { token: string; seq: number } | null = null;
+    for (const { token } of found) {
+      const seq = token === null ? null : await nodeSnapshot.store.snapshotSeq(token);
+      if (token !== null && seq !== null && seq >= first - 1) {
+        usable = { token, seq };
+        break;
+      }
+    }
+    if (usable && loadSnapshot(index, snapshotDir, nodeSnapshot.tag, usable.token, true, found) !== null) {
+      nodeToken = usable.token;
+      nodeSnapshot.sync.markAt(usable.seq, first);
+    } else dropSnapshot(snapshotDir);
   }
   if (nodeToken === null) await sync?.mark();
   // On the embedded store the index is saved at shutdown and loaded at start; then what changed
@@ -295,12 +304,12 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const watermark = snapshot ? loadSnapshot(index, snapshot.dir, snapshot.tag, snapshot.store.snapshotToken(), true) : null;
   // None was loaded: one left on disk (another embedder's) would not know of the removals
   // forgotten below, were it loaded at a later start.
-  if (snapshot && watermark === null) rmSync(snapshot.dir, { recursive: true, force: true });
+  if (snapshot && watermark === null) dropSnapshot(snapshot.dir);
   // The vectors removed (deletes, expiries, moves to another partition) are listed in the database
   // for the snapshot on disk, to be taken out of it at a start after a crash. With none there for
   // a later start to load (this start loaded none; or, without an embedder, none is left by one),
   // no snapshot can need the list: it is emptied now and after each expiry sweep (see trimRemovals).
-  const unlisted = store instanceof SqliteStore && (snapshot ? watermark === null : !existsSync(path.join(snapshotDir, 'manifest.json')));
+  const unlisted = store instanceof SqliteStore && (snapshot ? watermark === null : findSnapshots(snapshotDir).length === 0);
   /**
    * Trims the embedded store's list of removed vectors to its bound. With no snapshot that can
    * need it the bound is 0: the list would otherwise keep a row for each delete and expiry until
@@ -317,7 +326,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     const removals = store.removedVectorCount();
     if (removals <= (unlisted ? 0 : Math.max(opts.removalsKept ?? REMOVALS_KEPT, index.size))) return;
     // The snapshot first: one left without its removals would be loaded after a crash.
-    if (!unlisted) rmSync(snapshotDir, { recursive: true, force: true });
+    if (!unlisted) dropSnapshot(snapshotDir);
     await store.forgetRemovedVectors(upTo);
     if (!unlisted)
       opts.log?.info({ removals }, 'the index snapshot is dropped, with the removals made since it was saved; the next shutdown saves one');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -113,6 +113,35 @@ describe('data survives a restart', () => {
       assert.equal(semantic.answer, 'Eight.');
     } finally {
       await third.close();
+    }
+  });
+
+  test('a shutdown killed between the two renames of its snapshot save: the next start loads the snapshot the database was saved with', async () => {
+    const embedder = await sharedEmbedder();
+    const own = testConfig();
+    const dir = path.join(own.dataDir, 'index');
+    const first = await startTestApp({ config: own, embedder, keepData: true });
+    const key = await first.key('swap');
+    await first.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
+    await first.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+    await first.close();
+    // What a later shutdown leaves when killed between the renames: the snapshot in place moved
+    // aside, and the new one beside it, whose token the database was never given.
+    renameSync(dir, `${dir}.old`);
+    cpSync(`${dir}.old`, `${dir}.new`, { recursive: true });
+    const manifest = path.join(`${dir}.new`, 'manifest.json');
+    writeFileSync(manifest, JSON.stringify({ ...JSON.parse(readFileSync(manifest, 'utf8')), token: 'never-recorded' }));
+
+    const second = await startTestApp({ config: own, embedder, keepData: true });
+    try {
+      assert.equal(second.runtime.vectorsFromSnapshot, 2, 'the snapshot is loaded, not the index rebuilt');
+      const hit = (
+        await second.post('/api/v1/check', { messages: [user('Which planet is called the Red Planet?')], similarity_threshold: 0.6 }, key)
+      ).json();
+      assert.equal(hit.answer, 'Mars.', JSON.stringify(hit));
+      assert.ok(existsSync(path.join(dir, 'manifest.json')) && !existsSync(`${dir}.old`) && !existsSync(`${dir}.new`));
+    } finally {
+      await second.close();
     }
   });
 
