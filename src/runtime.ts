@@ -224,15 +224,27 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const withEmbedder = opts.embedder !== undefined ? opts.embedder !== null : config.embedder.kind !== 'none';
   const calibrated = opts.scorer ? null : await loadCalibrated(config, withEmbedder);
   const lock = lockEmbeddedDataDir(config);
-  let store: Store;
-  try {
-    store = await openStore(config);
-  } catch (err) {
-    lock?.release();
-    throw err;
-  }
-  const embedder = opts.embedder !== undefined ? opts.embedder : await openEmbedder(config);
-  const limiter = await openLimiter(config, opts.log);
+  // What is opened from here on is closed again, newest first and the data directory last, when
+  // the start fails midway (an embedder or PostgreSQL that does not answer): a caller that tries
+  // again in this process finds the directory free, not held until the process exits.
+  const opened: (() => unknown)[] = [() => lock?.release()];
+  const step = async <T>(open: () => T | Promise<T>): Promise<T> => {
+    try {
+      return await open();
+    } catch (err) {
+      for (const close of opened.reverse())
+        await Promise.resolve()
+          .then(close)
+          .catch(() => undefined);
+      throw err;
+    }
+  };
+  const store: Store = await step(() => openStore(config));
+  opened.push(() => store.close());
+  const embedder = opts.embedder !== undefined ? opts.embedder : await step(() => openEmbedder(config));
+  if (opts.embedder === undefined && embedder) opened.push(() => embedder.close());
+  const limiter = await step(() => openLimiter(config, opts.log));
+  opened.push(() => limiter.close());
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
   const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
   // Set once the runs they start are defined, below.
@@ -274,15 +286,16 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const nodeLock = store instanceof PostgresStore && sync && embedder ? takeNodeSnapshotDir(config, opts.log) : null;
   const nodeSnapshot =
     nodeLock && store instanceof PostgresStore && sync && embedder ? { lock: nodeLock, store, sync, tag: embedder.id } : null;
+  if (nodeLock) opened.push(() => nodeLock.release());
   let nodeToken: string | null = null;
   if (nodeSnapshot) {
     // Each manifest read once: the one in place, or, after a save ended between its renames, the
     // new one (recorded before it was written) and the old one.
     const found = findSnapshots(snapshotDir);
-    const { first } = await nodeSnapshot.store.changeBounds();
+    const { first } = await step(() => nodeSnapshot.store.changeBounds());
     let usable: { token: string; seq: number } | null = null;
     for (const { token } of found) {
-      const seq = token === null ? null : await nodeSnapshot.store.snapshotSeq(token);
+      const seq = token === null ? null : await step(() => nodeSnapshot.store.snapshotSeq(token));
       if (token !== null && seq !== null && seq >= first - 1) {
         usable = { token, seq };
         break;
@@ -293,7 +306,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       nodeSnapshot.sync.markAt(usable.seq, first);
     } else dropSnapshot(snapshotDir);
   }
-  if (nodeToken === null) await sync?.mark();
+  if (nodeToken === null) await step(async () => sync?.mark());
   // On the embedded store the index is saved at shutdown and loaded at start; then what changed
   // in the database after the snapshot was saved is read: the vectors removed since (deleted,
   // expired), and the entries whose vectors were written since. The snapshot stays on disk until

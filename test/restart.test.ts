@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { copyFileSync, cpSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -69,6 +71,30 @@ describe('data survives a restart', () => {
       assert.equal(hit.answer, 'Yes.');
     } finally {
       await second.close();
+    }
+  });
+
+  test('a start that fails after taking the data directory leaves it free: the same process can start a server on it', async () => {
+    // An embedding server that does not answer: the start fails once the store is open.
+    const closed = createServer();
+    closed.listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const own = testConfig({ REPRISE_EMBEDDER: 'http', REPRISE_EMBED_URL: `http://127.0.0.1:${port}/v1` });
+    await assert.rejects(createRuntime(own), (err: Error) => {
+      assert.equal(err.name, 'EmbedderUnavailableError');
+      return true;
+    });
+    const app = await startTestApp({ config: own });
+    try {
+      const key = await app.key('retried');
+      assert.equal(
+        (await app.post('/api/v1/store', { messages: [user('Is the directory free?')], answer: 'Yes.' }, key)).json().stored,
+        true,
+      );
+    } finally {
+      await app.close();
     }
   });
 
