@@ -142,6 +142,45 @@ describe('data survives a restart', () => {
     }
   });
 
+  test('a data directory never stopped cleanly: the index rebuilt at start is saved once whole, and a start after a crash loads it', async () => {
+    const embedder = await sharedEmbedder();
+    const first = await startTestApp({ embedder, keepData: true });
+    const key = await first.key('rebuilt');
+    await first.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
+    await first.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+    // Killed, and without a snapshot: as a data directory of a version that saved one only at shutdown.
+    const crashed = crashImage(first.config.dataDir);
+    await first.close();
+    rmSync(path.join(crashed.dataDir, 'index'), { recursive: true, force: true });
+
+    const logged: { msg: string; obj: Record<string, unknown> }[] = [];
+    const log = { info: (obj: object, msg: string) => logged.push({ obj: obj as Record<string, unknown>, msg }), warn: () => undefined };
+    const second = await startTestApp({ config: crashed, embedder, keepData: true, runtime: { log } });
+    assert.equal(second.runtime.vectorsFromSnapshot, 0, 'rebuilt');
+    const saved = logged.find((l) => /rebuilt semantic index is saved/.test(l.msg));
+    assert.ok(saved, JSON.stringify(logged));
+    assert.equal(saved.obj.vectors, 2);
+    assert.equal(typeof saved.obj.save_ms, 'number');
+    const water = [user('What is the boiling point of water?')];
+    assert.equal((await second.post('/api/v1/store', { messages: water, answer: '100 °C.' }, key)).json().stored, true);
+    // Killed again, before any clean stop.
+    const again = crashImage(second.config.dataDir);
+    await second.close();
+
+    const third = await startTestApp({ config: again, embedder });
+    try {
+      assert.equal(third.runtime.vectorsFromSnapshot, 2, 'the snapshot saved after the rebuild is loaded');
+      const mars = (
+        await third.post('/api/v1/check', { messages: [user('Which planet is called the Red Planet?')], similarity_threshold: 0.6 }, key)
+      ).json();
+      assert.equal(mars.answer, 'Mars.', JSON.stringify(mars));
+      const boiling = (await third.post('/api/v1/check', { messages: water, cache_types: ['semantic'] }, key)).json();
+      assert.equal(boiling.answer, '100 °C.', JSON.stringify(boiling));
+    } finally {
+      await third.close();
+    }
+  });
+
   test('a shutdown killed between the two renames of its snapshot save: the next start loads the snapshot the database was saved with', async () => {
     const embedder = await sharedEmbedder();
     const own = testConfig();
