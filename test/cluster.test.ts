@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -302,6 +302,45 @@ describe('cluster: a node restarted loads its own index snapshot and applies the
       assert.equal(a.runtime.vectorsFromSnapshot, 0);
       assert.equal(a.runtime.index.size, 0);
     } finally {
+      await a?.close();
+      await b.close();
+    }
+  });
+});
+
+describe('cluster: a node that read its index from PostgreSQL saves it once whole', { skip }, () => {
+  const { schema, drop } = freshSchema();
+  after(async () => {
+    await drop();
+    await closeSharedEmbedder();
+  });
+
+  test('a node started without a snapshot saves the index it read, and a start after a crash loads it', async () => {
+    const shared = nodeEnv(schema);
+    const embedder = await sharedEmbedder();
+    const b = await startTestApp({ config: loadConfig({ ...shared, REPRISE_DATA_DIR: tempDir() }), embedder, keepData: true });
+    let a: TestApp | null = null;
+    let restarted: TestApp | null = null;
+    try {
+      const key = await b.key('node-rebuilt');
+      await b.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
+      await b.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+      const aDir = tempDir();
+      a = await startTestApp({ config: loadConfig({ ...shared, REPRISE_DATA_DIR: aDir }), embedder, keepData: true });
+      assert.equal(a.runtime.vectorsFromSnapshot, 0, 'read from PostgreSQL');
+      // A killed at this moment: what its data directory holds, started on.
+      const crashedDir = tempDir();
+      cpSync(path.join(aDir, 'index'), path.join(crashedDir, 'index'), { recursive: true });
+      await b.post('/api/v1/store', { messages: [user('What is the boiling point of water at sea level?')], answer: '100 °C.' }, key);
+      restarted = await startTestApp({ config: loadConfig({ ...shared, REPRISE_DATA_DIR: crashedDir }), embedder });
+      assert.equal(restarted.runtime.vectorsFromSnapshot, 2, 'the snapshot saved once the index was whole is loaded');
+      await restarted.runtime.indexLoaded;
+      const paraphrase = async (question: string) =>
+        (await restarted?.post('/api/v1/check', { messages: [user(question)], similarity_threshold: 0.6 }, key))?.json();
+      assert.equal((await paraphrase('Which planet is called the Red Planet?')).answer, 'Mars.');
+      assert.equal((await paraphrase('At sea level, what is the boiling point of water?')).answer, '100 °C.');
+    } finally {
+      await restarted?.close();
       await a?.close();
       await b.close();
     }

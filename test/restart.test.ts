@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -72,6 +74,30 @@ describe('data survives a restart', () => {
     }
   });
 
+  test('a start that fails after taking the data directory leaves it free: the same process can start a server on it', async () => {
+    // An embedding server that does not answer: the start fails once the store is open.
+    const closed = createServer();
+    closed.listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const own = testConfig({ REPRISE_EMBEDDER: 'http', REPRISE_EMBED_URL: `http://127.0.0.1:${port}/v1` });
+    await assert.rejects(createRuntime(own), (err: Error) => {
+      assert.equal(err.name, 'EmbedderUnavailableError');
+      return true;
+    });
+    const app = await startTestApp({ config: own });
+    try {
+      const key = await app.key('retried');
+      assert.equal(
+        (await app.post('/api/v1/store', { messages: [user('Is the directory free?')], answer: 'Yes.' }, key)).json().stored,
+        true,
+      );
+    } finally {
+      await app.close();
+    }
+  });
+
   test('a database restored from a backup is searched whole, whatever index snapshot is beside it', async () => {
     const embedder = await sharedEmbedder();
     const own = testConfig();
@@ -113,6 +139,74 @@ describe('data survives a restart', () => {
       assert.equal(semantic.answer, 'Eight.');
     } finally {
       await third.close();
+    }
+  });
+
+  test('a data directory never stopped cleanly: the index rebuilt at start is saved once whole, and a start after a crash loads it', async () => {
+    const embedder = await sharedEmbedder();
+    const first = await startTestApp({ embedder, keepData: true });
+    const key = await first.key('rebuilt');
+    await first.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
+    await first.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+    // Killed, and without a snapshot: as a data directory of a version that saved one only at shutdown.
+    const crashed = crashImage(first.config.dataDir);
+    await first.close();
+    rmSync(path.join(crashed.dataDir, 'index'), { recursive: true, force: true });
+
+    const logged: { msg: string; obj: Record<string, unknown> }[] = [];
+    const log = { info: (obj: object, msg: string) => logged.push({ obj: obj as Record<string, unknown>, msg }), warn: () => undefined };
+    const second = await startTestApp({ config: crashed, embedder, keepData: true, runtime: { log } });
+    assert.equal(second.runtime.vectorsFromSnapshot, 0, 'rebuilt');
+    const saved = logged.find((l) => /rebuilt semantic index is saved/.test(l.msg));
+    assert.ok(saved, JSON.stringify(logged));
+    assert.equal(saved.obj.vectors, 2);
+    assert.equal(typeof saved.obj.save_ms, 'number');
+    const water = [user('What is the boiling point of water?')];
+    assert.equal((await second.post('/api/v1/store', { messages: water, answer: '100 °C.' }, key)).json().stored, true);
+    // Killed again, before any clean stop.
+    const again = crashImage(second.config.dataDir);
+    await second.close();
+
+    const third = await startTestApp({ config: again, embedder });
+    try {
+      assert.equal(third.runtime.vectorsFromSnapshot, 2, 'the snapshot saved after the rebuild is loaded');
+      const mars = (
+        await third.post('/api/v1/check', { messages: [user('Which planet is called the Red Planet?')], similarity_threshold: 0.6 }, key)
+      ).json();
+      assert.equal(mars.answer, 'Mars.', JSON.stringify(mars));
+      const boiling = (await third.post('/api/v1/check', { messages: water, cache_types: ['semantic'] }, key)).json();
+      assert.equal(boiling.answer, '100 °C.', JSON.stringify(boiling));
+    } finally {
+      await third.close();
+    }
+  });
+
+  test('a shutdown killed between the two renames of its snapshot save: the next start loads the snapshot the database was saved with', async () => {
+    const embedder = await sharedEmbedder();
+    const own = testConfig();
+    const dir = path.join(own.dataDir, 'index');
+    const first = await startTestApp({ config: own, embedder, keepData: true });
+    const key = await first.key('swap');
+    await first.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
+    await first.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+    await first.close();
+    // What a later shutdown leaves when killed between the renames: the snapshot in place moved
+    // aside, and the new one beside it, whose token the database was never given.
+    renameSync(dir, `${dir}.old`);
+    cpSync(`${dir}.old`, `${dir}.new`, { recursive: true });
+    const manifest = path.join(`${dir}.new`, 'manifest.json');
+    writeFileSync(manifest, JSON.stringify({ ...JSON.parse(readFileSync(manifest, 'utf8')), token: 'never-recorded' }));
+
+    const second = await startTestApp({ config: own, embedder, keepData: true });
+    try {
+      assert.equal(second.runtime.vectorsFromSnapshot, 2, 'the snapshot is loaded, not the index rebuilt');
+      const hit = (
+        await second.post('/api/v1/check', { messages: [user('Which planet is called the Red Planet?')], similarity_threshold: 0.6 }, key)
+      ).json();
+      assert.equal(hit.answer, 'Mars.', JSON.stringify(hit));
+      assert.ok(existsSync(path.join(dir, 'manifest.json')) && !existsSync(`${dir}.old`) && !existsSync(`${dir}.new`));
+    } finally {
+      await second.close();
     }
   });
 

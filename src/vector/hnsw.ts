@@ -461,7 +461,7 @@ export class HybridIndex implements VectorIndex {
  * What a snapshot directory describes. `watermark` says what it covers: the number of the last
  * vector write reflected (Store.vectorSeq), or, by default, the highest entry id it holds.
  */
-interface Manifest {
+export interface Manifest {
   /** 3 since files carry digests; a snapshot of format 2 is not loaded (the index is rebuilt once). */
   format: 3;
   dimensions: number;
@@ -496,7 +496,9 @@ function digestOf(file: string): string {
 /**
  * Writes the index to `dir` (graphs in usearch's file format, small partitions as packed
  * float32 rows) so a restart loads it instead of rebuilding. The new snapshot is written beside
- * the old one and swapped in by renames, so a crash leaves one whole snapshot or the other.
+ * the old one (`dir.new`), made durable, and swapped in by two renames (`dir` to `dir.old`, then
+ * `dir.new` to `dir`), so a crash leaves one whole snapshot or the other: a kill between the two
+ * renames leaves no `dir`, but both beside it, and `findSnapshots` finds them there.
  * `tag` names what the vectors mean (the embedder); a snapshot with another tag is not loaded.
  * `token` names the state of the database it is made from (see loadSnapshot); none ties it to none.
  * `watermark` says what the index holds (see Manifest); loadSnapshot returns it.
@@ -529,14 +531,36 @@ function syncPath(p: string): void {
   }
 }
 
-/** The token of the snapshot in `dir` (see saveSnapshot), or null when there is none to read. */
-export function snapshotToken(dir: string): string | null {
-  try {
-    const manifest = JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Partial<Manifest>;
-    return typeof manifest.token === 'string' ? manifest.token : null;
-  } catch {
-    return null;
+/** A snapshot on disk (see findSnapshots): where it is, the token it was saved with, and its manifest. */
+export interface FoundSnapshot {
+  dir: string;
+  token: string | null;
+  manifest: Manifest;
+}
+
+/**
+ * The snapshots at `dir` whose manifest can be read: the one there, then those a save ended
+ * between its two renames leaves beside it, the new one (`dir.new`, whole by then) and the old one
+ * (`dir.old`). Which of them is the database's is said by its token: the old one's until the new
+ * one's is recorded (the embedded store records it after the save, PostgreSQL before).
+ */
+export function findSnapshots(dir: string): FoundSnapshot[] {
+  const found: FoundSnapshot[] = [];
+  for (const at of [dir, `${dir}.new`, `${dir}.old`]) {
+    let manifest: Manifest;
+    try {
+      manifest = JSON.parse(readFileSync(path.join(at, 'manifest.json'), 'utf8')) as Manifest;
+    } catch {
+      continue;
+    }
+    found.push({ dir: at, token: typeof manifest.token === 'string' ? manifest.token : null, manifest });
   }
+  return found;
+}
+
+/** Removes the snapshot at `dir`, and any a save or a load ended midway left beside it. */
+export function dropSnapshot(dir: string): void {
+  for (const at of [dir, `${dir}.new`, `${dir}.old`, `${dir}.loading`]) rmSync(at, { recursive: true, force: true });
 }
 
 /**
@@ -553,26 +577,34 @@ export function snapshotToken(dir: string): string | null {
  *
  * `token` is the one the database holds: a snapshot made with another (the database restored
  * from a backup, or replaced, since) describes entries that database does not have, and lacks
- * ones it has, which the watermark would keep from ever being read into the index.
+ * ones it has, which the watermark would keep from ever being read into the index. Of the
+ * snapshots `found` (see findSnapshots: after a save ended between its renames, the new one and
+ * the old one), the one saved with `token` is loaded, and put in place of the others.
  */
-export function loadSnapshot(index: HybridIndex, dir: string, tag: string, token: string | null = null, keep = false): number | null {
+export function loadSnapshot(
+  index: HybridIndex,
+  dir: string,
+  tag: string,
+  token: string | null = null,
+  keep = false,
+  found: readonly FoundSnapshot[] = findSnapshots(dir),
+): number | null {
   const loading = `${dir}.loading`;
   // A start that ended while loading (killed, or aborted by the loader) left this behind.
   rmSync(loading, { recursive: true, force: true });
-  let manifest: Manifest;
-  try {
-    manifest = JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Manifest;
-  } catch {
-    return null;
-  }
+  const chosen = found.find((f) => f.token === token) ?? found[0];
+  if (!chosen) return null;
+  const { manifest } = chosen;
   if (manifest.format !== 3 || manifest.tag !== tag || !index.accepts(manifest)) return null;
   try {
-    renameSync(dir, loading);
-    if ((manifest.token ?? null) !== token) throw new Error('snapshot made beside another state of the database');
+    renameSync(chosen.dir, loading);
+    if (chosen.token !== token) throw new Error('snapshot made beside another state of the database');
     for (const file of [manifest.flat, ...manifest.graphs.map((g) => g.file)]) {
       if (digestOf(path.join(loading, file)) !== manifest.digests[file]) throw new Error(`snapshot ${file} does not match its digest`);
     }
     index.readFrom(loading, manifest);
+    // What a save ended midway left beside it is of no use now.
+    for (const at of [dir, `${dir}.new`, `${dir}.old`]) rmSync(at, { recursive: true, force: true });
     if (keep) {
       renameSync(loading, dir);
       syncPath(path.dirname(dir));

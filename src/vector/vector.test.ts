@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { BruteForceIndex } from './brute.ts';
@@ -387,6 +387,30 @@ describe('index snapshot', () => {
     assert.equal(loadSnapshot(new HybridIndex(64, { crossover: 50 }), dir, 'embedder@1', null), null, 'a database without a token');
     saveSnapshot(await build(), dir, 'embedder@1', 'state-1');
     assert.equal(loadSnapshot(new HybridIndex(64, { crossover: 50 }), dir, 'embedder@1', 'state-1'), 130);
+  });
+
+  test('a save killed between its two renames leaves the old and the new snapshot, and the one of the token is loaded and put in place', async () => {
+    for (const [token, watermark] of [
+      ['state-1', 100],
+      ['state-2', 200],
+    ] as const) {
+      const dir = path.join(tempDir('reprise-snap-'), 'index');
+      saveSnapshot(await build(), dir, 'embedder@1', 'state-1', 100);
+      // What the second save leaves when killed after its first rename: the old snapshot moved
+      // aside, the new one whole beside it, none in place.
+      const newer = await build();
+      newer.add('small', 131, randomUnit(131, 64));
+      saveSnapshot(newer, `${dir}-second`, 'embedder@1', 'state-2', 200);
+      renameSync(dir, `${dir}.old`);
+      renameSync(`${dir}-second`, `${dir}.new`);
+      const index = new HybridIndex(64, { crossover: 50 });
+      assert.equal(loadSnapshot(index, dir, 'embedder@1', token, true), watermark, token);
+      assert.equal(index.size, token === 'state-1' ? 128 : 129);
+      assert.equal(index.search('big', nearDuplicate(randomUnit(60, 64), 1060), 1)[0]?.id, 60);
+      assert.ok(!existsSync(`${dir}.old`) && !existsSync(`${dir}.new`), 'the other is gone');
+      // In place, and loaded again at the next start.
+      assert.equal(loadSnapshot(new HybridIndex(64, { crossover: 50 }), dir, 'embedder@1', token, true), watermark);
+    }
   });
 
   test('a snapshot of another embedder, another shape, or none is not loaded', async () => {
