@@ -1,10 +1,11 @@
 import { createInterface } from 'node:readline/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, type Config } from './config.ts';
 import { createKey } from './keys/keys.ts';
 import { planOf, type Plan } from './limits/plans.ts';
 import { openStore, sqlitePath, storeExists } from './runtime.ts';
-import type { Account, Store } from './store/interface.ts';
+import type { Account, AccountDeletion, Store } from './store/interface.ts';
 import type { StorageUse } from './store/quota.ts';
 
 /** A command used wrongly: the message, then the help. */
@@ -26,7 +27,8 @@ Commands:
   accounts set-password NAME [--password-stdin]  Set the dashboard password of an account (asked for, or read from stdin)
   accounts delete NAME [--yes] [--json]          Delete an account and all its data for good: keys, dashboard sessions,
                                                  cached entries, usage. Asks for the name again at a terminal;
-                                                 elsewhere (a script) it needs --yes
+                                                 elsewhere (a script) it needs --yes. Gone at once; the entries
+                                                 of a large account are removed in batches, progress on stderr
   help                                           Show this help (as does --help after any command)
 
 Configuration comes from the environment (see README): REPRISE_DATA_DIR, HOST, PORT, ...`;
@@ -311,6 +313,7 @@ async function deleteAccount(config: Config, args: string[], out: Out, err: Out)
   const remove = async (store: Store, id: string) => {
     const done = await store.deleteAccount(id);
     if (!done) throw new CommandError(`no account named ${name}`);
+    await purge(store, done, config.deleteBatch, err);
     return done;
   };
   const find = async (store: Store) => {
@@ -353,6 +356,56 @@ async function deleteAccount(config: Config, args: string[], out: Out, err: Out)
       `${count(deleted.entries, 'cached entry', 'cached entries')}, ${count(deleted.usageBuckets, 'hour')} of usage, ` +
       `${count(deleted.sessions, 'dashboard session')}. Its keys are refused at once.`,
   );
+}
+
+/** How often the removal of a large account's entries is reported on stderr, and another process's looked at. */
+const PROGRESS_MS = 2000;
+
+/**
+ * On the embedded store, removes the entries and usage of the account just deleted (and of any
+ * deleted before whose removal was interrupted), a batch at a time, saying on stderr how far it
+ * has come; or, while another process does it (a server finishing an earlier deletion), waits
+ * until it has. The account is gone for everyone already: interrupted, the rest is removed by
+ * the server (at start and each minute) or by the next `accounts delete`.
+ */
+async function purge(store: Store, deleted: AccountDeletion, batch: number, err: Out): Promise<void> {
+  if (!store.purgeDeletedAccounts || !store.purgeLeft) return;
+  const { id, name } = deleted.account;
+  const total = deleted.entries;
+  // Said of an account whose entries take more than one batch; a smaller one is removed at once.
+  const large = total > batch;
+  if (large) {
+    err(
+      `reprise: account ${name} is deleted: its keys are refused and nothing of it is served. Removing its ` +
+        `${thousands(total)} cached entries from the database in batches (if interrupted, the server finishes ` +
+        `it at its next start or within a minute, or the next accounts delete does)`,
+    );
+  }
+  let said = 0;
+  let saidLeft = -1;
+  const say = (left: number) => {
+    const now = Date.now();
+    if (!large || left === saidLeft || (left > 0 && now - said < PROGRESS_MS)) return;
+    said = now;
+    saidLeft = left;
+    err(`reprise: ${thousands(total - left)} of ${thousands(total)} cached entries of ${name} removed`);
+  };
+  let waiting = false;
+  for (;;) {
+    const done = await store.purgeDeletedAccounts({
+      onBatch: (p) => {
+        if (p.accountId === id) say(p.entriesLeft);
+      },
+    });
+    const left = store.purgeLeft(id);
+    if (left === null) return;
+    if (done) continue;
+    // Another process holds the removal: it removes this account's rows too.
+    if (!waiting) err(`reprise: another process is removing the rows of deleted accounts; waiting for it to finish ${name}'s`);
+    waiting = true;
+    say(left);
+    await sleep(PROGRESS_MS / 4);
+  }
 }
 
 async function setPlan(config: Config, args: string[], out: Out, err: Out): Promise<void> {

@@ -34,6 +34,8 @@ export interface Config {
    */
   trustProxy: false | number | string[];
   sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** Embedded store: entries of a deleted account removed in one transaction (a batch), the write lock left free between two. */
+  deleteBatch: number;
   /**
    * How long a starting server waits for its semantic index before it listens; past that it
    * listens, serving exact hits and stores, and semantic checks are misses until the index is in.
@@ -353,6 +355,7 @@ export function loadConfig(env: Env = process.env): Config {
     authFailuresPerMinute: int(env, 'REPRISE_AUTH_FAILURES_PER_MINUTE', 30, 1),
     trustProxy: trustProxy(env),
     sqliteSynchronous: sync,
+    deleteBatch: int(env, 'REPRISE_DELETE_BATCH', 1000, 1, 1_000_000),
     indexWaitSeconds: int(env, 'REPRISE_INDEX_WAIT_SECONDS', 10, 0, 86_400),
     scorer: scorerName(env),
     metricsToken: metricsToken(env),

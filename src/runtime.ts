@@ -46,7 +46,7 @@ export async function openStore(config: Config): Promise<Store> {
   try {
     if (config.databaseUrl)
       return await PostgresStore.open(config.databaseUrl, { schema: config.pgSchema, queryTimeoutMs: config.pgQueryTimeoutMs });
-    return new SqliteStore(sqlitePath(config), { synchronous: config.sqliteSynchronous });
+    return new SqliteStore(sqlitePath(config), { synchronous: config.sqliteSynchronous, deleteBatch: config.deleteBatch });
   } catch (err) {
     // Said in terms of the setting to change, not as a stack trace.
     const where = config.databaseUrl ? 'DATABASE_URL (PostgreSQL)' : `REPRISE_DATA_DIR (${sqlitePath(config)})`;
@@ -492,7 +492,30 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   };
   if (opts.indexWaitMs === undefined) await indexLoaded;
   else if (opts.indexWaitMs > 0) await waitAtMost(opts.indexWaitMs, () => indexLoaded);
+  // The rows left of accounts deleted on the embedded store (their entries and usage, removed a
+  // batch at a time after the account itself) are removed by the server when no other process is
+  // at it: at start and at each sweep, so that a deletion interrupted (the CLI killed) is finished.
+  const purge = store instanceof SqliteStore ? store.purgeDeletedAccounts.bind(store) : null;
+  let purging: Promise<void> | null = null;
+  const purgeDeleted = (): void => {
+    if (!purge || purging || background.signal.aborted) return;
+    purging = purge({ signal: background.signal })
+      .then(
+        (done) => {
+          if (done && done.accounts > 0) {
+            opts.log?.info(
+              { accounts: done.accounts, entries: done.entries, usage_buckets: done.usageBuckets },
+              'the rest of deleted accounts is removed from the database',
+            );
+          }
+        },
+        (err: unknown) => opts.log?.warn({ err }, 'removing the rows of deleted accounts stopped; it goes on at the next sweep'),
+      )
+      .finally(() => (purging = null));
+  };
+  purgeDeleted();
   const sweeper = setInterval(() => {
+    purgeDeleted();
     void cache
       .sweepExpired()
       .catch(() => undefined)
@@ -542,6 +565,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       if (accountWatch) clearInterval(accountWatch);
       background.abort();
       await indexLoaded;
+      // Stopped after its batch under way: the next start goes on from there.
+      await purging;
       // Runs started meanwhile are chained on it.
       for (let last: Promise<void> | null = null; last !== reembedded;) await (last = reembedded);
       // Checks and stores whose clients have gone finish before what they use is closed.

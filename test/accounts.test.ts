@@ -5,7 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, user, type TestApp } from './helpers.ts';
-import { api, runCli, startServerProcess, type ServerProcess } from './process.ts';
+import { lockFile } from '../src/store/data-dir-lock.ts';
+import { api, runCli, startCli, startServerProcess, type ServerProcess } from './process.ts';
 import { eventually, freshSchema, serviceUrl, skipReason, uniquePrefix } from './services.ts';
 
 const SPIDER = [user('How many legs does a spider have?')];
@@ -25,6 +26,29 @@ function rowsOf(dir: string, accountId: string): typeof NONE {
       entries: count('SELECT count(*) FROM entries WHERE account_id = ?'),
       usage: count('SELECT count(*) FROM usage WHERE account_id = ?'),
     };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Adds `n` entries to the account, as a server would have stored them over time, by a connection
+ * of its own (the storage counts and vector numbers follow, by the database's triggers).
+ */
+function addEntries(dir: string, accountId: string, n: number): void {
+  const db = new Database(path.join(dir, 'reprise.db'));
+  try {
+    db.pragma('busy_timeout = 5000');
+    const insert = db.prepare(
+      `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text, answer, model, tokens, created_at, public_id)
+       VALUES (?, ?, 'ctx', '', ?, ?, '', ?, 'gpt-4o', 10, ?, ?)`,
+    );
+    db.transaction(() => {
+      for (let i = 0; i < n; i++) {
+        const q = `Question ${i} of ${accountId}?`;
+        insert.run(accountId, `bulk-${i}`, JSON.stringify([user(q)]), q, `Answer ${i}.`, new Date().toISOString(), 1_000_000 + i);
+      }
+    })();
   } finally {
     db.close();
   }
@@ -175,6 +199,83 @@ describe('accounts deleted and re-planned with the CLI while the server runs (SQ
     server = await startServerProcess(env, undefined, { keepOutput: true });
     assert.deepEqual(vectorsForgotten(server), [1]);
     assert.equal(listening(server).vectors_from_snapshot, before);
+  });
+
+  test('delete of more entries than one batch, the CLI killed after its first: nothing of the account is served meanwhile, and the server finishes it at its next start', async () => {
+    assert.ok(server);
+    const large = await keyOf('large');
+    const beside = await keyOf('beside');
+    for (const [key, answer] of [
+      [large, 'Eight (large).'],
+      [beside, 'Eight (beside).'],
+    ] as const) {
+      assert.equal((await api(server.url, 'POST', '/api/v1/store', key, { messages: SPIDER, answer })).status, 200);
+    }
+    const accounts = JSON.parse((await runCli(['accounts', 'list', '--json'], env)).stdout) as { id: string; name: string }[];
+    const id = accounts.find((a) => a.name === 'large')?.id ?? '';
+    addEntries(dir, id, 2000);
+    const entries = rowsOf(dir, id).entries;
+    assert.equal(entries, 2001);
+
+    const cli = startCli(['accounts', 'delete', 'large', '--yes', '--json'], { ...env, REPRISE_DELETE_BATCH: '100' });
+    const said = await cli.stderrMatching(/cached entries of large removed/);
+    cli.child.kill('SIGKILL');
+    const killed = await cli.exited;
+    assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+    assert.match(
+      said,
+      /^reprise: account large is deleted: its keys are refused and nothing of it is served\. Removing its 2,001 cached entries/,
+    );
+    assert.match(said, /\nreprise: 100 of 2,001 cached entries of large removed\n/);
+    // Part of its rows are left, and nothing of it is seen: its key is refused, the account is not listed.
+    const left = rowsOf(dir, id);
+    assert.ok(left.entries > 0 && left.entries < entries, `${left.entries} entries left`);
+    assert.deepEqual({ ...left, entries: 0, usage: 0 }, NONE);
+    for (const [method, route, body] of [
+      ['POST', '/api/v1/check', { messages: SPIDER }],
+      ['POST', '/api/v1/store', { messages: SPIDER, answer: 'again' }],
+    ] as const) {
+      assert.equal((await api(server.url, method, route, large, body)).status, 401, route);
+    }
+    const listed = JSON.parse((await runCli(['accounts', 'list', '--json'], env)).stdout) as { name: string }[];
+    assert.ok(!listed.some((a) => a.name === 'large'));
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', beside, { messages: SPIDER })).json.answer, 'Eight (beside).');
+
+    // The server removes the rest when it starts; the other account keeps its entry.
+    assert.equal(await server.stop('SIGTERM'), 0);
+    server = await startServerProcess(env, undefined, { keepOutput: true });
+    assert.ok(await eventually(async () => rowsOf(dir, id).entries === 0), `${rowsOf(dir, id).entries} entries left`);
+    assert.deepEqual(rowsOf(dir, id), NONE);
+    assert.ok(
+      await eventually(async () => server!.stdout().includes('the rest of deleted accounts is removed from the database')),
+      server.stdout().slice(-2000),
+    );
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', beside, { messages: SPIDER })).json.answer, 'Eight (beside).');
+  });
+
+  test('delete while another process removes the rows of deleted accounts: the CLI waits for it, then reports the deletion', async () => {
+    const key = await keyOf('queued');
+    assert.equal((await api(server!.url, 'POST', '/api/v1/store', key, { messages: SPIDER, answer: 'Eight.' })).status, 200);
+    const accounts = JSON.parse((await runCli(['accounts', 'list', '--json'], env)).stdout) as { id: string; name: string }[];
+    const id = accounts.find((a) => a.name === 'queued')?.id ?? '';
+    addEntries(dir, id, 300);
+    // What a server does while it finishes a deletion.
+    const held = lockFile(path.join(dir, 'reprise.db.purge-lock'));
+    assert.ok(held);
+    const cli = startCli(['accounts', 'delete', 'queued', '--yes', '--json'], { ...env, REPRISE_DELETE_BATCH: '100' });
+    try {
+      await cli.stderrMatching(/another process is removing the rows of deleted accounts; waiting for it/);
+      // Gone for everyone while it waits.
+      assert.equal((await api(server!.url, 'GET', '/api/v1/usage', key)).status, 401);
+      assert.equal(rowsOf(dir, id).entries, 301);
+    } finally {
+      held.release();
+    }
+    const done = await cli.exited;
+    assert.equal(done.code, 0, done.stderr);
+    assert.equal((JSON.parse(done.stdout) as { deleted: { entries: number } }).deleted.entries, 301);
+    assert.match(done.stderr, /reprise: 301 of 301 cached entries of queued removed\n$/);
+    assert.deepEqual(rowsOf(dir, id), NONE);
   });
 
   test('set-plan: a running server applies the new plan at the next request', async () => {

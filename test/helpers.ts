@@ -36,9 +36,10 @@ export function crashImage(dataDir: string, env: Record<string, string> = {}): C
 
 /**
  * SQL that takes an embedded store's database back to the version before the numbering of vector
- * writes (and the storage counts, which came after it): its migrations undone.
+ * writes (and the storage counts and the list of accounts being removed, which came after it): its
+ * migrations undone.
  */
-export const BEFORE_VECTOR_NUMBERING = `DROP TRIGGER entries_storage_insert; DROP TRIGGER entries_storage_delete;
+export const BEFORE_VECTOR_NUMBERING = `DROP TABLE account_purges; DROP TRIGGER entries_storage_insert; DROP TRIGGER entries_storage_delete;
   DROP TRIGGER entries_storage_update; DROP TABLE account_storage;
   DROP TRIGGER entries_vector_inserted; DROP TRIGGER entries_vector_updated; DROP TRIGGER entries_vector_deleted;
   DROP TABLE vector_seq; DROP TABLE removed_vectors; DROP INDEX entries_vector_seq; ALTER TABLE entries DROP COLUMN vector_seq;

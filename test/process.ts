@@ -137,3 +137,46 @@ export async function api(
   });
   return { status: res.status, headers: res.headers, json: (await res.json()) as ResponseJson };
 }
+
+export interface CliProcess {
+  child: ChildProcess;
+  /** Resolves with what it printed to stderr so far once that matches `pattern`. */
+  stderrMatching(pattern: RegExp): Promise<string>;
+  /** Resolves when it has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+}
+
+/** Starts the CLI without waiting for it, to watch what it prints while it runs. */
+export function startCli(args: string[], env: Record<string, string>): CliProcess {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const waiting: { pattern: RegExp; resolve: (s: string) => void }[] = [];
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+    for (const w of waiting.splice(0)) {
+      if (w.pattern.test(stderr)) w.resolve(stderr);
+      else waiting.push(w);
+    }
+  });
+  const exited = once(child, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+    stdout,
+    stderr,
+  }));
+  return {
+    child,
+    stderrMatching: (pattern) =>
+      pattern.test(stderr)
+        ? Promise.resolve(stderr)
+        : Promise.race([
+            new Promise<string>((resolve) => waiting.push({ pattern, resolve })),
+            exited.then((r) =>
+              Promise.reject(new Error(`the CLI exited (${r.code ?? r.signal}) before printing ${pattern}:\n${r.stderr}`)),
+            ),
+          ]),
+    exited,
+  };
+}

@@ -379,12 +379,16 @@ export function storeConformance(
       const b = await setUp(kept.id);
       const deleted = await store.deleteAccount(gone.id);
       assert.deepEqual(deleted, { account: gone, keys: 1, sessions: 1, entries: 2, usageBuckets: 1 });
+      // Gone at once for everyone, also before the embedded store has removed the rows of its entries.
       assert.equal(await store.getAccount(gone.id), null);
       assert.equal(await store.getAccountByName('conf-delete'), null);
       assert.ok(!(await store.listAccounts()).some((x) => x.id === gone.id));
       assert.equal(await store.findKeyByHash(a.hash), null);
       assert.deepEqual(await store.listKeys(gone.id), []);
       assert.equal(await store.getSession(a.session.tokenHash, now.toISOString()), null);
+      assert.deepEqual(await store.getStorage(gone.id), { entries: 0, bytes: 0 });
+      assert.ok(!(await store.scanVectors(0, 100_000)).some((r) => r.accountId === gone.id));
+      if (store.purgeDeletedAccounts) assert.deepEqual(await store.purgeDeletedAccounts(), { accounts: 1, entries: 2, usageBuckets: 1 });
       assert.equal(await store.getEntryByHash(gone.id, 'shared'), null);
       assert.deepEqual(await store.getEntries([a.put.id]), []);
       assert.equal((await store.listEntries(gone.id, { page: 1, perPage: 10 })).total, 0);

@@ -25,8 +25,19 @@ export interface DataDirLock {
  */
 export function lockDataDir(dir: string): DataDirLock {
   mkdirSync(dir, { recursive: true });
+  const lock = lockFile(path.join(dir, 'server.lock'));
+  if (!lock) throw new DataDirInUseError(`another Reprise server is running on the data directory ${dir}`);
+  return lock;
+}
+
+/**
+ * Takes `file` as a lock for this process alone, or null when another connection holds it. The
+ * lock is SQLite's own exclusive lock on a file of its own, kept until `release` or the end of the
+ * process, however it ends.
+ */
+export function lockFile(file: string): DataDirLock | null {
   // No busy timeout: a held lock is an answer, not something to wait for.
-  const db = new Database(path.join(dir, 'server.lock'), { timeout: 0 });
+  const db = new Database(file, { timeout: 0 });
   try {
     // The file holds nothing: no journal file beside it.
     db.pragma('journal_mode = MEMORY');
@@ -35,9 +46,7 @@ export function lockDataDir(dir: string): DataDirLock {
     db.exec('BEGIN EXCLUSIVE; COMMIT');
   } catch (err) {
     db.close();
-    if ((err as { code?: string }).code === 'SQLITE_BUSY') {
-      throw new DataDirInUseError(`another Reprise server is running on the data directory ${dir}`, { cause: err });
-    }
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') return null;
     throw err;
   }
   return { release: () => db.close() };

@@ -180,6 +180,22 @@ export interface AccountDeletion {
   usageBuckets: number;
 }
 
+/** How far the removal of a deleted account's rows has come (`purgeDeletedAccounts`), after each batch. */
+export interface PurgeProgress {
+  accountId: string;
+  /** Its entries removed so far by this run. */
+  entriesRemoved: number;
+  /** Its entries still to remove. */
+  entriesLeft: number;
+}
+
+/** What a run of `purgeDeletedAccounts` removed: the rows of `accounts` deleted accounts. */
+export interface PurgeResult {
+  accounts: number;
+  entries: number;
+  usageBuckets: number;
+}
+
 /**
  * A write for an account deleted meanwhile (a store whose request was let in before the deletion
  * committed): nothing was written. Answered as its key is now: 401 `INVALID_API_KEY`.
@@ -204,12 +220,25 @@ export interface Store {
   listAccounts(): Promise<Account[]>;
   updateAccount(id: string, patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>): Promise<Account | null>;
   /**
-   * Deletes the account and everything of it for good, in one transaction: its keys, dashboard
-   * sessions, entries (the change log announces them as deleted, where there is one) and usage.
-   * Null when there is no such account. Writes that come for it afterwards (counters of requests
-   * let in before, a store under way) are dropped or refused (`AccountGoneError`), not written.
+   * Deletes the account and everything of it for good: its keys, dashboard sessions, entries (the
+   * change log announces them as deleted, where there is one) and usage. At once for everyone: the
+   * account, its keys and sessions go in one transaction, and its entries and usage are neither
+   * served nor counted from then on. The embedded store removes their rows afterwards, in short
+   * transactions (`purgeDeletedAccounts`); PostgreSQL in the same transaction. Null when there is
+   * no such account. Writes that come for it afterwards (counters of requests let in before, a
+   * store under way) are dropped or refused (`AccountGoneError`), not written.
    */
   deleteAccount(id: string): Promise<AccountDeletion | null>;
+  /**
+   * Embedded store: removes the rows left of deleted accounts (their entries and usage), oldest
+   * deletion first, a batch at a time, each batch a transaction of its own, with the write lock
+   * left to other writers between batches; one process at a time. Resolves when none is left
+   * (or `signal` aborts), or null at once when another process is at it. A run interrupted (a
+   * crash, a kill) leaves whole batches: the next run goes on from there.
+   */
+  purgeDeletedAccounts?(opts?: { onBatch?: (p: PurgeProgress) => void; signal?: AbortSignal }): Promise<PurgeResult | null>;
+  /** Embedded store: the entries of a deleted account still to remove, or null when none is left of it. */
+  purgeLeft?(accountId: string): number | null;
   /** Sets (or with null removes) the dashboard password and ends the account's sessions. */
   setPassword(accountId: string, passwordHash: string | null): Promise<void>;
   getPasswordHash(accountId: string): Promise<string | null>;
@@ -260,7 +289,7 @@ export interface Store {
    * older than it keeps; returns how many. Only stores shared by several nodes have the log.
    */
   pruneChanges?(limit: number): Promise<number>;
-  /** Every vector, in id order, for rebuilding an index. */
+  /** Every vector, in id order, for rebuilding an index; none of an account deleted (whose rows are still being removed). */
   scanVectors(afterId: number, limit: number): Promise<VectorRow[]>;
   /**
    * Embedded store: the number of the last write of an entry's vector or partition, or removal of

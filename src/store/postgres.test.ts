@@ -425,3 +425,48 @@ describe('PostgreSQL store in a schema named with a reserved word', { skip: skip
     }
   });
 });
+
+describe('PostgreSQL deletion of an account beside other accounts', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  let store: PostgresStore;
+  let other: pg.Client;
+  before(async () => {
+    store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema, queryTimeoutMs: 2000 });
+    other = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
+    await other.connect();
+  });
+  after(async () => {
+    await other.end();
+    await store.close();
+    await drop();
+  });
+
+  test("while its entries are being deleted, another account's stores, key revocations and settings go through", async () => {
+    const gone = await store.createAccount('pg-deleted', 'pro');
+    const kept = await store.createAccount('pg-kept', 'pro');
+    await store.putEntry(entry(gone.id, { exactHash: 'held' }));
+    const key = await store.createKey({ accountId: kept.id, name: null, prefix: 'rp_x', secretHash: 'hash-pg-kept' });
+    // A deletion that takes long: one of its entries is locked by another transaction, which the
+    // deletion waits for, midway, as it would for the time it takes to delete many.
+    await other.query('BEGIN');
+    await other.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [gone.id]);
+    const deleting = store.deleteAccount(gone.id);
+    try {
+      const waiting = async () =>
+        (
+          await other.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM entries%'`,
+          )
+        ).rows[0].n > 0;
+      assert.ok(await eventually(waiting), 'the deletion waits for the entry');
+      assert.ok(await store.putEntry(entry(kept.id, { exactHash: 'meanwhile' })));
+      assert.equal((await store.updateAccount(kept.id, { defaultThreshold: 0.9 }))?.defaultThreshold, 0.9);
+      assert.ok((await store.revokeKey(key.id))?.revokedAt);
+    } finally {
+      await other.query('COMMIT');
+    }
+    assert.equal((await deleting)?.entries, 1);
+    assert.equal(await store.getAccount(gone.id), null);
+    assert.equal((await store.getEntryByHash(kept.id, 'meanwhile'))?.accountId, kept.id);
+  });
+});

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { BEFORE_VECTOR_NUMBERING, tempDir } from '../../test/helpers.ts';
 import { emptyDelta, UsageRecorder } from '../cache/usage.ts';
-import { entry, storeConformance } from './conformance.ts';
+import { bytesOf, entry, storeConformance } from './conformance.ts';
+import { lockFile } from './data-dir-lock.ts';
 import { isSqliteUnavailable, SqliteStore } from './sqlite.ts';
 
 storeConformance('SQLite', async () => {
@@ -203,11 +204,11 @@ describe('SQLite storage of accounts', () => {
         await store.putEntry(entry(a.id, { answer: `réponse ${i}`, messages: [{ role: 'user', content: `質問 ${i}` }] }));
       await store.putEntry(entry(b.id, { answer: 'x'.repeat(1000) }));
       await store.close();
-      // Back to the version before: the last migration (the one that counts storage) undone, and
-      // an entry written as that version did, with nothing counting it.
+      // Back to the version before: the migration that counts storage (and the one after it)
+      // undone, and an entry written as that version did, with nothing counting it.
       const db = new Database(file);
       db.exec(`DROP TRIGGER entries_storage_insert; DROP TRIGGER entries_storage_delete; DROP TRIGGER entries_storage_update;
-               DROP TABLE account_storage; DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations);`);
+               DROP TABLE account_storage; DROP TABLE account_purges; DELETE FROM schema_migrations WHERE version >= 9;`);
       db.prepare(
         `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text, answer, model, tokens, created_at)
          VALUES (?, 'old', 'ctx', 'p', '[{"role":"user","content":"ancien"}]', 'ancien', '', 'déjà', 'm', 1, ?)`,
@@ -370,6 +371,156 @@ describe('SQLite beside a connection that holds the write lock', () => {
     } finally {
       other.close();
       await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SQLite deletion of an account of more entries than one batch', () => {
+  const MARK = 'secret-of-the-deleted-account';
+  /** An account with `n` entries (answers carrying `marker`), a key and two hours of usage. */
+  const fill = async (store: SqliteStore, name: string, n: number, marker: string) => {
+    const account = await store.createAccount(name, 'pro');
+    const hash = `hash-${name}`;
+    await store.createKey({ accountId: account.id, name: null, prefix: 'rp_live_x', secretHash: hash });
+    for (let i = 0; i < n; i++) await store.putEntry(entry(account.id, { exactHash: `q${i}`, answer: `${marker} ${i}` }));
+    for (const bucket of ['2030-01-01T10:00:00.000Z', '2030-01-01T11:00:00.000Z'])
+      await store.addUsage([{ ...emptyDelta(), accountId: account.id, bucket, requests: 1 }]);
+    return { account, hash };
+  };
+  /** Rows that name the account, table by table, read by a connection of its own. */
+  const rowsOf = (file: string, accountId: string) => {
+    const db = new Database(file, { readonly: true });
+    try {
+      const count = (table: string, column = 'account_id') =>
+        db.prepare(`SELECT count(*) FROM ${table} WHERE ${column} = ?`).pluck().get(accountId) as number;
+      return {
+        accounts: count('accounts', 'id'),
+        api_keys: count('api_keys'),
+        entries: count('entries'),
+        usage: count('usage'),
+        account_storage: count('account_storage'),
+        account_purges: count('account_purges'),
+      };
+    } finally {
+      db.close();
+    }
+  };
+  const NONE = { accounts: 0, api_keys: 0, entries: 0, usage: 0, account_storage: 0, account_purges: 0 };
+  /**
+   * How many times the database's files hold `text`, free space included, once the WAL is copied
+   * into the file. Not only in rows: SQLite copies a page's bytes when a b-tree grows or shrinks,
+   * and the space a copy leaves is not overwritten (secure_delete covers what is deleted).
+   */
+  const copiesOf = (file: string, text: string) => {
+    const db = new Database(file);
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.close();
+    const bytes = readFileSync(file);
+    let n = 0;
+    for (let at = bytes.indexOf(text); at >= 0; at = bytes.indexOf(text, at + 1)) n++;
+    return n;
+  };
+  test('gone at once for everyone; its rows are removed a batch at a time, nothing of them left, another account untouched', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    const store = new SqliteStore(file, { deleteBatch: 10 });
+    try {
+      const gone = await fill(store, 'large', 35, MARK);
+      const kept = await fill(store, 'kept', 5, 'kept-answer');
+      const copies = copiesOf(file, MARK);
+      const keptBefore = rowsOf(file, kept.account.id);
+      assert.deepEqual(await store.deleteAccount(gone.account.id), {
+        account: gone.account,
+        keys: 1,
+        sessions: 0,
+        entries: 35,
+        usageBuckets: 2,
+      });
+      // Before any of its entries is removed, nothing of it is found or counted.
+      assert.equal(rowsOf(file, gone.account.id).entries, 35);
+      assert.equal(await store.findKeyByHash(gone.hash), null);
+      assert.equal(await store.getAccountByName('large'), null);
+      assert.deepEqual(await store.getStorage(gone.account.id), { entries: 0, bytes: 0 });
+      assert.ok(!(await store.scanVectors(0, 1000)).some((r) => r.accountId === gone.account.id));
+      assert.deepEqual(
+        await store.staleVectorIds('e2', 'e', 'e', 0, 1000),
+        (await store.scanVectors(0, 1000)).map((r) => r.id),
+      );
+      assert.equal(store.purgeLeft(gone.account.id), 35);
+
+      const progress: [number, number][] = [];
+      const done = await store.purgeDeletedAccounts({ onBatch: (p) => progress.push([p.entriesRemoved, p.entriesLeft]) });
+      assert.deepEqual(done, { accounts: 1, entries: 35, usageBuckets: 2 });
+      // Ten entries a transaction; the usage with the last five.
+      assert.deepEqual(progress, [
+        [10, 25],
+        [20, 15],
+        [30, 5],
+        [35, 0],
+      ]);
+      assert.equal(store.purgeLeft(gone.account.id), null);
+      assert.deepEqual(rowsOf(file, gone.account.id), NONE);
+      assert.deepEqual(rowsOf(file, kept.account.id), keptBefore);
+      assert.equal((await store.findKeyByHash(kept.hash))?.account.id, kept.account.id);
+      assert.deepEqual(await store.getStorage(kept.account.id), {
+        entries: 5,
+        bytes: 5 * bytesOf(entry(kept.account.id, { answer: 'kept-answer 0' })),
+      });
+      // The space its rows took is overwritten with zeros: each of its 35 answers is gone from the file.
+      assert.ok(copiesOf(file, MARK) <= copies - 35, `${copiesOf(file, MARK)} of ${copies} copies left`);
+      assert.ok(copiesOf(file, 'kept-answer') >= 5);
+      // Nothing left to do.
+      assert.deepEqual(await store.purgeDeletedAccounts(), { accounts: 0, entries: 0, usageBuckets: 0 });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('interrupted after the first batch: nothing of it is served meanwhile, its name is free, and the next run finishes it', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    const first = new SqliteStore(file, { deleteBatch: 10 });
+    let next: SqliteStore | null = null;
+    try {
+      const gone = await fill(first, 'interrupted', 35, MARK);
+      const copies = copiesOf(file, MARK);
+      await first.deleteAccount(gone.account.id);
+      const stop = new Error('killed');
+      await assert.rejects(
+        first.purgeDeletedAccounts({
+          onBatch: () => {
+            throw stop;
+          },
+        }),
+        stop,
+      );
+      assert.deepEqual(rowsOf(file, gone.account.id), { ...NONE, entries: 25, usage: 2, account_purges: 1 });
+      // A process that opens the database now (a restarted server, the next CLI run) finds nothing of it.
+      next = new SqliteStore(file, { deleteBatch: 10 });
+      assert.equal(await next.getAccount(gone.account.id), null);
+      assert.equal(await next.findKeyByHash(gone.hash), null);
+      assert.ok(!(await next.listAccounts()).some((a) => a.id === gone.account.id));
+      assert.deepEqual(await next.scanVectors(0, 1000), []);
+      // The name is free at once, for an account that starts empty.
+      const anew = await next.createAccount('interrupted', 'pro');
+      assert.equal((await next.listEntries(anew.id, { page: 1, perPage: 10 })).total, 0);
+      assert.deepEqual(await next.getStorage(anew.id), { entries: 0, bytes: 0 });
+      await next.putEntry(entry(anew.id, { exactHash: 'q0', answer: 'new life' }));
+      // While another process removes them, this one leaves them to it.
+      const held = lockFile(`${file}.purge-lock`);
+      assert.ok(held);
+      assert.equal(await next.purgeDeletedAccounts(), null);
+      held.release();
+      assert.equal(next.purgeLeft(gone.account.id), 25);
+      assert.deepEqual(await next.purgeDeletedAccounts(), { accounts: 1, entries: 25, usageBuckets: 2 });
+      assert.deepEqual(rowsOf(file, gone.account.id), NONE);
+      assert.ok(copiesOf(file, MARK) <= copies - 35, `${copiesOf(file, MARK)} of ${copies} copies left`);
+      assert.equal(next.getEntryByHashSync(anew.id, 'q0')?.answer, 'new life');
+    } finally {
+      await first.close();
+      await next?.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -4,6 +4,7 @@ import { setImmediate as nextPass, setTimeout as sleep } from 'node:timers/promi
 import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
 import { Lru } from '../util/lru.ts';
+import { lockFile } from './data-dir-lock.ts';
 import { bufferToVector, entryValues, newId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
 import { limited, StorageQuotaError, storageRefusal, storedBytes, type StorageLimits, type StorageUse } from './quota.ts';
 import {
@@ -19,6 +20,8 @@ import {
   type EntryPage,
   type HitDelta,
   type NewEntry,
+  type PurgeProgress,
+  type PurgeResult,
   type RemovedVector,
   type Session,
   type Store,
@@ -179,6 +182,9 @@ const MIGRATIONS: readonly string[] = [
      INSERT INTO account_storage (account_id, entries, bytes) VALUES (NEW.account_id, 1, ${sizeOf('NEW.')})
        ON CONFLICT (account_id) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes;
    END;`,
+  // Accounts deleted whose entries and usage are still being removed (see deleteAccount): the
+  // account, its keys and sessions are gone already.
+  `CREATE TABLE account_purges (account_id TEXT PRIMARY KEY, deleted_at TEXT NOT NULL);`,
 ];
 
 interface AccountRow {
@@ -337,8 +343,19 @@ const SEARCH_CHUNK = 25;
 /** Ids read at a time when looking for vectors to make again (`staleVectorIds`). */
 const STALE_WINDOW = 5000;
 
+/** The longest pause before a write that found the lock held is tried again. */
+const MAX_RETRY_PAUSE_MS = 50;
 /** The pause before trying a write again that found the lock held: 1, 2, 4... ms, then every 50 ms. */
-const retryPause = (tries: number): number => Math.min(50, 2 ** tries);
+const retryPause = (tries: number): number => Math.min(MAX_RETRY_PAUSE_MS, 2 ** tries);
+
+/** Entries of a deleted account removed in one transaction (`purgeDeletedAccounts`). */
+const DELETE_BATCH = 1000;
+/**
+ * The pause after each batch of a deleted account's rows, at least: twice the longest pause of a
+ * write waiting for the lock in another process, so that one waiting comes in before the next
+ * batch. At least as long as the batch took, too: the batches hold the lock half the time at most.
+ */
+const PURGE_PAUSE_MS = 2 * MAX_RETRY_PAUSE_MS;
 
 const fixedDeadline = (at: number) => () => at;
 
@@ -359,6 +376,8 @@ export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
   /** How long a write waits for another process's write lock before it fails (LOCK_WAIT_MS). */
   lockWaitMs?: number;
+  /** Entries of a deleted account removed in one transaction (DELETE_BATCH). */
+  deleteBatch?: number;
 }
 
 /**
@@ -394,10 +413,15 @@ export class SqliteStore implements Store {
   /** The data version `committedElsewhere` saw last. */
   private watchedVersion = -1;
   private readonly synchronous: 'FULL' | 'NORMAL';
+  private readonly deleteBatch: number;
+  /** The file whose lock a process holds while it removes deleted accounts' rows; null in memory. */
+  private readonly purgeLockFile: string | null;
 
   constructor(file: string, opts: SqliteOptions = {}) {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
+    this.purgeLockFile = file === ':memory:' ? null : `${file}.purge-lock`;
+    this.deleteBatch = opts.deleteBatch ?? DELETE_BATCH;
     this.lockWaitMs = opts.lockWaitMs ?? LOCK_WAIT_MS;
     // Opening may wait inside SQLite (see the class comment); once open, it never does.
     this.db.pragma(`busy_timeout = ${this.lockWaitMs}`);
@@ -571,45 +595,127 @@ export class SqliteStore implements Store {
     });
   }
 
+  /**
+   * Deletes the account for everyone at once, in one short transaction: the account, its keys,
+   * dashboard sessions and storage counts go, and the account is listed in `account_purges`. Its
+   * entries and usage stay in the file until `purgeDeletedAccounts` removes them, a batch at a
+   * time: left without an account and keys, they are neither served nor counted (nor read into a
+   * vector index: `scanVectors`). Removed in this transaction too, they held the write lock for
+   * about 2 s per 50,000 entries: from about 250,000, past the 5 s a server's stores wait for it.
+   */
   async deleteAccount(id: string): Promise<AccountDeletion | null> {
-    const remove = this.db.transaction((): AccountDeletion | null => {
+    const mark = this.db.transaction((): AccountDeletion | null => {
       const row = this.stmts.accountById.get(id);
       if (!row) return null;
       const run = (sql: string) => this.db.prepare(sql).run(id).changes;
+      const count = (sql: string) => this.db.prepare(sql).pluck().get(id) as number;
       const deleted = {
         account: toAccount(row),
         sessions: run('DELETE FROM sessions WHERE account_id = ?'),
         keys: run('DELETE FROM api_keys WHERE account_id = ?'),
-        entries: run('DELETE FROM entries WHERE account_id = ?'),
-        usageBuckets: run('DELETE FROM usage WHERE account_id = ?'),
+        entries: count('SELECT count(*) FROM entries WHERE account_id = ?'),
+        usageBuckets: count('SELECT count(*) FROM usage WHERE account_id = ?'),
       };
+      run('DELETE FROM account_storage WHERE account_id = ?');
+      this.db.prepare('INSERT INTO account_purges (account_id, deleted_at) VALUES (?, ?)').run(id, new Date().toISOString());
       run('DELETE FROM accounts WHERE id = ?');
       return deleted;
     });
-    const deleted = await this.write(() => {
-      // The freed space is overwritten with zeros, so the account's texts do not linger in the
-      // file's free pages (SQLite only unlinks deleted rows otherwise).
-      const secure = this.db.pragma('secure_delete', { simple: true }) as number;
-      this.db.pragma('secure_delete = ON');
-      try {
-        const done = remove.immediate();
-        this.keyCache.clear();
-        this.entryCache.clear();
-        return done;
-      } finally {
-        this.db.pragma(`secure_delete = ${secure}`);
-      }
+    return this.write(() =>
+      this.secureDelete(() => {
+        // The entries' rows still name the account (foreign key): they go after it, in batches.
+        this.db.pragma('foreign_keys = OFF');
+        try {
+          const done = mark.immediate();
+          this.keyCache.clear();
+          this.entryCache.clear();
+          return done;
+        } finally {
+          this.db.pragma('foreign_keys = ON');
+        }
+      }),
+    );
+  }
+
+  /**
+   * Runs `fn` with the space it frees overwritten with zeros, so that a deleted account's texts do
+   * not linger in the file's free pages (SQLite only unlinks deleted rows otherwise).
+   */
+  private secureDelete<T>(fn: () => T): T {
+    const secure = this.db.pragma('secure_delete', { simple: true }) as number;
+    this.db.pragma('secure_delete = ON');
+    try {
+      return fn();
+    } finally {
+      this.db.pragma(`secure_delete = ${secure}`);
+    }
+  }
+
+  purgeLeft(accountId: string): number | null {
+    if (this.db.prepare('SELECT 1 FROM account_purges WHERE account_id = ?').get(accountId) === undefined) return null;
+    return this.db.prepare('SELECT count(*) FROM entries WHERE account_id = ?').pluck().get(accountId) as number;
+  }
+
+  /**
+   * Removes the entries and usage of deleted accounts (`deleteAccount`), `deleteBatch` rows a
+   * transaction, and the account's line in `account_purges` with the last. Between two batches the
+   * write lock is left free for PURGE_PAUSE_MS at least (as long as the batch took, if longer), so
+   * that a server's stores, waiting for it on a timer, come in. One process at a time (the lock of
+   * a file beside the database, which goes with the process however it ends); null at once when
+   * another holds it. The freed space is overwritten with zeros, and the WAL emptied at the end
+   * when no reader holds it.
+   */
+  async purgeDeletedAccounts(opts: { onBatch?: (p: PurgeProgress) => void; signal?: AbortSignal } = {}): Promise<PurgeResult | null> {
+    const lock = this.purgeLockFile === null ? { release: () => undefined } : lockFile(this.purgeLockFile);
+    if (!lock) return null;
+    const result: PurgeResult = { accounts: 0, entries: 0, usageBuckets: 0 };
+    const next = this.db.prepare('SELECT account_id FROM account_purges ORDER BY deleted_at, account_id LIMIT 1').pluck();
+    const entriesOf = this.db.prepare('SELECT count(*) FROM entries WHERE account_id = ?').pluck();
+    const deleteEntries = this.db.prepare(
+      'DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE account_id = ? ORDER BY id LIMIT ?)',
+    );
+    const deleteUsage = this.db.prepare('DELETE FROM usage WHERE rowid IN (SELECT rowid FROM usage WHERE account_id = ? LIMIT ?)');
+    const batch = this.db.transaction((accountId: string) => {
+      const entries = deleteEntries.run(accountId, this.deleteBatch).changes;
+      let room = this.deleteBatch - entries;
+      const usage = room > 0 ? deleteUsage.run(accountId, room).changes : 0;
+      room -= usage;
+      // Nothing of it is left: no row is added for an account that is gone (see commitPuts, addUsage).
+      if (room > 0) this.db.prepare('DELETE FROM account_purges WHERE account_id = ?').run(accountId);
+      return { entries, usage, done: room > 0 };
     });
-    // The WAL still holds the pages as they were before: copied into the file and emptied now if no
-    // reader holds it (a running server's reads are short); otherwise by SQLite's next checkpoint.
-    if (deleted && deleted.entries > 0) {
-      try {
-        this.db.pragma('wal_checkpoint(TRUNCATE)');
-      } catch {
-        // Busy: SQLite checkpoints it later.
+    try {
+      for (let accountId = next.get() as string | undefined; accountId !== undefined; accountId = next.get() as string | undefined) {
+        let left = entriesOf.get(accountId) as number;
+        let removed = 0;
+        for (;;) {
+          if (opts.signal?.aborted) return result;
+          const started = performance.now();
+          const done = await this.write(() => this.secureDelete(() => batch.immediate(accountId)));
+          const took = performance.now() - started;
+          removed += done.entries;
+          left = Math.max(0, left - done.entries);
+          result.entries += done.entries;
+          result.usageBuckets += done.usage;
+          opts.onBatch?.({ accountId, entriesRemoved: removed, entriesLeft: left });
+          if (done.done) break;
+          await sleep(Math.max(PURGE_PAUSE_MS, took), undefined, { signal: opts.signal }).catch(() => undefined);
+        }
+        result.accounts++;
+      }
+    } finally {
+      lock.release();
+      // The WAL still holds the pages as they were before: copied into the file and emptied now if
+      // no reader holds it (a running server's reads are short); otherwise by SQLite's next checkpoint.
+      if (result.entries + result.usageBuckets > 0) {
+        try {
+          this.db.pragma('wal_checkpoint(TRUNCATE)');
+        } catch {
+          // Busy: SQLite checkpoints it later.
+        }
       }
     }
-    return deleted;
+    return result;
   }
 
   async getPasswordHash(accountId: string): Promise<string | null> {
@@ -928,7 +1034,8 @@ export class SqliteStore implements Store {
   async scanVectors(afterId: number, limit: number): Promise<VectorRow[]> {
     const rows = this.db
       .prepare(
-        'SELECT id, account_id, context_hash, embedder_id, vector, expires_at FROM entries WHERE id > ? AND vector IS NOT NULL ORDER BY id LIMIT ?',
+        `SELECT id, account_id, context_hash, embedder_id, vector, expires_at FROM entries WHERE id > ? AND vector IS NOT NULL
+           AND account_id NOT IN (SELECT account_id FROM account_purges) ORDER BY id LIMIT ?`,
       )
       .all(afterId, limit) as Pick<EntryRow, 'id' | 'account_id' | 'context_hash' | 'embedder_id' | 'vector' | 'expires_at'>[];
     return rows.map((r) => ({
@@ -987,7 +1094,8 @@ export class SqliteStore implements Store {
     // second per million entries.
     const stmt = this.db.prepare(
       `SELECT id FROM entries WHERE id > ? AND id <= ? AND (vector IS NOT NULL OR embedder_id = ? || 'pending') AND embedder_id <> ?
-         AND (embedder_id = ? OR substr(embedder_id, 1, ?) = ?) ORDER BY id LIMIT ?`,
+         AND (embedder_id = ? OR substr(embedder_id, 1, ?) = ?) AND account_id NOT IN (SELECT account_id FROM account_purges)
+         ORDER BY id LIMIT ?`,
     );
     const last = (this.db.prepare('SELECT max(id) FROM entries').pluck().get() as number | null) ?? 0;
     for (let from = afterId; from < last; from += STALE_WINDOW) {
