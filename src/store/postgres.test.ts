@@ -7,6 +7,26 @@ import type { Account, Entry } from './interface.ts';
 import { CHANGES_KEPT_DAYS, PostgresStore } from './postgres.ts';
 import { emptyDelta } from '../cache/usage.ts';
 
+/**
+ * A store in a schema of its own and a second connection to that schema (another node, or an
+ * operator in psql), opened before the suite's tests and closed after them.
+ */
+function storeBeside(options: { queryTimeoutMs?: number } = {}): { schema: string; store: PostgresStore; client: pg.Client } {
+  const { schema, drop } = freshSchema();
+  const db = { schema } as { schema: string; store: PostgresStore; client: pg.Client };
+  before(async () => {
+    db.store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema, ...options });
+    db.client = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
+    await db.client.connect();
+  });
+  after(async () => {
+    await db.client.end();
+    await db.store.close();
+    await drop();
+  });
+  return db;
+}
+
 storeConformance(
   'PostgreSQL',
   async () => {
@@ -18,46 +38,34 @@ storeConformance(
 );
 
 describe('PostgreSQL store beside other writers: key lookups and the change log', { skip: skipReason('DATABASE_URL') }, () => {
-  const { schema, drop } = freshSchema();
-  let store: PostgresStore;
-  let other: pg.Client;
-  before(async () => {
-    store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
-    // Another node or an operator in psql: writes the store does not make itself.
-    other = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
-    await other.connect();
-  });
-  after(async () => {
-    await other.end();
-    await store.close();
-    await drop();
-  });
+  // Another node or an operator in psql: writes the store does not make itself.
+  const db = storeBeside();
 
   /** A key whose lookup this store remembers: one read after another leaves the database alone. */
   async function rememberedKey(name: string): Promise<{ hash: string; id: string }> {
-    const account = await store.createAccount(name, 'free');
+    const account = await db.store.createAccount(name, 'free');
     const hash = `hash-${name}`;
-    const key = await store.createKey({ accountId: account.id, name: null, prefix: 'rp_x', secretHash: hash });
+    const key = await db.store.createKey({ accountId: account.id, name: null, prefix: 'rp_x', secretHash: hash });
     // The last-use time is not part of what a lookup must see at once: once a lookup is
     // remembered, a time written since does not show until the next change.
     const remembered = await eventually(async () => {
-      await store.findKeyByHash(hash);
+      await db.store.findKeyByHash(hash);
       const stamp = new Date().toISOString();
-      await other.query('UPDATE api_keys SET last_used_at = $1 WHERE id = $2', [stamp, key.id]);
-      return (await store.findKeyByHash(hash))?.key.lastUsedAt !== stamp;
+      await db.client.query('UPDATE api_keys SET last_used_at = $1 WHERE id = $2', [stamp, key.id]);
+      return (await db.store.findKeyByHash(hash))?.key.lastUsedAt !== stamp;
     });
     assert.ok(remembered, 'the lookup is served from memory');
     return { hash, id: key.id };
   }
 
   test('work run alone runs on one node at a time; another node gets null at once, and runs it once it is let go', async () => {
-    const second = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
+    const second = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema: db.schema });
     try {
       let letGo = () => {};
       const held = new Promise<void>((resolve) => (letGo = resolve));
       let started = () => {};
       const running = new Promise<void>((resolve) => (started = resolve));
-      const first = store.alone('job', async () => {
+      const first = db.store.alone('job', async () => {
         started();
         await held;
         return 'first';
@@ -78,41 +86,41 @@ describe('PostgreSQL store beside other writers: key lookups and the change log'
     // What a PostgreSQL restart or pg_terminate_backend does to a store or a migration caught
     // between two statements. Without a listener the client's 'error' event ends the process.
     type WithClient = <T>(fn: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
-    const withClient = (store as unknown as { withClient: WithClient }).withClient.bind(store);
+    const withClient = (db.store as unknown as { withClient: WithClient }).withClient.bind(db.store);
     const ended = withClient(async (client) => {
       await client.query('BEGIN');
       const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
       const closed = new Promise((resolve) => client.once('end', resolve));
-      await other.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+      await db.client.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
       await closed;
       await client.query('COMMIT');
     });
     await assert.rejects(ended, { name: 'StoreUnavailableError' });
     // The pool let the dead client go: the store goes on with a new connection.
-    const account = await store.createAccount('after-the-end', 'free');
-    assert.equal((await store.getAccount(account.id))?.name, 'after-the-end');
+    const account = await db.store.createAccount('after-the-end', 'free');
+    assert.equal((await db.store.getAccount(account.id))?.name, 'after-the-end');
   });
 
   test('a key revoked elsewhere is refused once the change is announced', async () => {
     const { hash, id } = await rememberedKey('revoked-elsewhere');
-    await other.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [new Date().toISOString(), id]);
-    assert.ok(await eventually(async () => (await store.findKeyByHash(hash))?.key.revokedAt != null));
+    await db.client.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [new Date().toISOString(), id]);
+    assert.ok(await eventually(async () => (await db.store.findKeyByHash(hash))?.key.revokedAt != null));
   });
 
   test("an account's plan changed elsewhere shows once the change is announced", async () => {
     const { hash } = await rememberedKey('replanned');
-    await other.query("UPDATE accounts SET plan = 'pro' WHERE name = 'replanned'");
-    assert.ok(await eventually(async () => (await store.findKeyByHash(hash))?.account.plan === 'pro'));
+    await db.client.query("UPDATE accounts SET plan = 'pro' WHERE name = 'replanned'");
+    assert.ok(await eventually(async () => (await db.store.findKeyByHash(hash))?.account.plan === 'pro'));
   });
 
   test('a key revoked through this store is refused at once', async () => {
     const { hash, id } = await rememberedKey('revoked-here');
-    await store.revokeKey(id);
-    assert.ok((await store.findKeyByHash(hash))?.key.revokedAt);
+    await db.store.revokeKey(id);
+    assert.ok((await db.store.findKeyByHash(hash))?.key.revokedAt);
   });
 
   test(`the change log's pruning removes changes older than ${CHANGES_KEPT_DAYS} days, a batch at a time, and keeps the rest`, async () => {
-    await other.query(
+    await db.client.query(
       `INSERT INTO entry_changes (entry_id, op, account_id, context_hash, at) VALUES
          (1, 'put', 'acc', 'ctx', now() - make_interval(days => $1 + 1)),
          (2, 'put', 'acc', 'ctx', now() - make_interval(days => $1 + 1)),
@@ -120,10 +128,10 @@ describe('PostgreSQL store beside other writers: key lookups and the change log'
          (4, 'put', 'acc', 'ctx', now())`,
       [CHANGES_KEPT_DAYS],
     );
-    assert.equal(await store.pruneChanges(1), 1);
-    assert.equal(await store.pruneChanges(1), 1);
-    assert.equal(await store.pruneChanges(1), 0);
-    const { rows } = await other.query('SELECT entry_id FROM entry_changes ORDER BY seq');
+    assert.equal(await db.store.pruneChanges(1), 1);
+    assert.equal(await db.store.pruneChanges(1), 1);
+    assert.equal(await db.store.pruneChanges(1), 0);
+    const { rows } = await db.client.query('SELECT entry_id FROM entry_changes ORDER BY seq');
     assert.deepEqual(
       rows.map((r) => Number(r.entry_id)),
       [3, 4],
@@ -371,32 +379,20 @@ describe('PostgreSQL storage counts of a database made by the version before sto
 });
 
 describe('PostgreSQL store beside a node of the version before public entry ids', { skip: skipReason('DATABASE_URL') }, () => {
-  const { schema, drop } = freshSchema();
-  let store: PostgresStore;
-  let older: pg.Client;
-  before(async () => {
-    store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
-    older = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
-    await older.connect();
-  });
-  after(async () => {
-    await older.end();
-    await store.close();
-    await drop();
-  });
+  const db = storeBeside();
 
   test('an entry inserted by a node of the version before public ids gets one, which storing it again keeps', async () => {
-    const a = await store.createAccount('older-node', 'free');
-    await older.query(
+    const a = await db.store.createAccount('older-node', 'free');
+    await db.client.query(
       `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text,
          answer, model, tokens, embedder_id, vector, prefix_vector, created_at, expires_at)
        VALUES ($1, 'old-hash', 'ctx', 'p', '[{"role":"user","content":"q"}]', 'q', '', 'old answer', 'm', 1, NULL, NULL, NULL, $2, NULL)`,
       [a.id, new Date().toISOString()],
     );
-    const [listed] = (await store.listEntries(a.id, { page: 1, perPage: 10 })).entries;
+    const [listed] = (await db.store.listEntries(a.id, { page: 1, perPage: 10 })).entries;
     assert.ok(listed && Number.isSafeInteger(listed.publicId) && listed.publicId > 0, String(listed?.publicId));
-    assert.equal((await store.getEntry(a.id, listed.publicId))?.answer, 'old answer');
-    const again = await store.putEntry(entry(a.id, { exactHash: 'old-hash', answer: 'new answer' }));
+    assert.equal((await db.store.getEntry(a.id, listed.publicId))?.answer, 'old answer');
+    const again = await db.store.putEntry(entry(a.id, { exactHash: 'old-hash', answer: 'new answer' }));
     assert.equal(again.publicId, listed.publicId);
   });
 });
@@ -427,46 +423,34 @@ describe('PostgreSQL store in a schema named with a reserved word', { skip: skip
 });
 
 describe('PostgreSQL deletion of an account beside other accounts', { skip: skipReason('DATABASE_URL') }, () => {
-  const { schema, drop } = freshSchema();
-  let store: PostgresStore;
-  let other: pg.Client;
-  before(async () => {
-    store = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema, queryTimeoutMs: 2000 });
-    other = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
-    await other.connect();
-  });
-  after(async () => {
-    await other.end();
-    await store.close();
-    await drop();
-  });
+  const db = storeBeside({ queryTimeoutMs: 2000 });
 
   test("while its entries are being deleted, another account's stores, key revocations and settings go through", async () => {
-    const gone = await store.createAccount('pg-deleted', 'pro');
-    const kept = await store.createAccount('pg-kept', 'pro');
-    await store.putEntry(entry(gone.id, { exactHash: 'held' }));
-    const key = await store.createKey({ accountId: kept.id, name: null, prefix: 'rp_x', secretHash: 'hash-pg-kept' });
+    const gone = await db.store.createAccount('pg-deleted', 'pro');
+    const kept = await db.store.createAccount('pg-kept', 'pro');
+    await db.store.putEntry(entry(gone.id, { exactHash: 'held' }));
+    const key = await db.store.createKey({ accountId: kept.id, name: null, prefix: 'rp_x', secretHash: 'hash-pg-kept' });
     // A deletion that takes long: one of its entries is locked by another transaction, which the
     // deletion waits for, midway, as it would for the time it takes to delete many.
-    await other.query('BEGIN');
-    await other.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [gone.id]);
-    const deleting = store.deleteAccount(gone.id);
+    await db.client.query('BEGIN');
+    await db.client.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [gone.id]);
+    const deleting = db.store.deleteAccount(gone.id);
     try {
       const waiting = async () =>
         (
-          await other.query(
+          await db.client.query(
             `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM entries%'`,
           )
         ).rows[0].n > 0;
       assert.ok(await eventually(waiting), 'the deletion waits for the entry');
-      assert.ok(await store.putEntry(entry(kept.id, { exactHash: 'meanwhile' })));
-      assert.equal((await store.updateAccount(kept.id, { defaultThreshold: 0.9 }))?.defaultThreshold, 0.9);
-      assert.ok((await store.revokeKey(key.id))?.revokedAt);
+      assert.ok(await db.store.putEntry(entry(kept.id, { exactHash: 'meanwhile' })));
+      assert.equal((await db.store.updateAccount(kept.id, { defaultThreshold: 0.9 }))?.defaultThreshold, 0.9);
+      assert.ok((await db.store.revokeKey(key.id))?.revokedAt);
     } finally {
-      await other.query('COMMIT');
+      await db.client.query('COMMIT');
     }
     assert.equal((await deleting)?.entries, 1);
-    assert.equal(await store.getAccount(gone.id), null);
-    assert.equal((await store.getEntryByHash(kept.id, 'meanwhile'))?.accountId, kept.id);
+    assert.equal(await db.store.getAccount(gone.id), null);
+    assert.equal((await db.store.getEntryByHash(kept.id, 'meanwhile'))?.accountId, kept.id);
   });
 });
