@@ -267,22 +267,17 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       done(err as FastifyError);
       return;
     }
-    // Refused once the caller's limit is taken, as any request is.
-    const expectation = unmetExpectation(request.headers.expect);
-    if (pending === undefined) done(expectation);
+    // Refused once the caller's limit is taken, as any request is: an Expect that cannot be met,
+    // and, to a route, a query value that is not valid percent-encoding of UTF-8 (`q=caf%E9`, in
+    // Latin-1), which the query parser would keep as the literal text. Checked here, in the hook
+    // every request runs anyway, rather than in a hook of its own.
+    const refusal = unmetExpectation(request.headers.expect) ?? (request.is404 ? undefined : badQueryOf(request.url));
+    if (pending === undefined) done(refusal);
     else
       pending.then(
-        () => done(expectation),
+        () => done(refusal),
         (err: FastifyError) => done(err),
       );
-  });
-
-  // A query value that is not valid percent-encoding of UTF-8 (`q=caf%E9`, in Latin-1) is kept as
-  // the literal text by the query parser: refused here, once the key is checked, as a bad path is.
-  app.addHook('preValidation', (request, _reply, done) => {
-    const url = request.url;
-    const start = url.indexOf('?');
-    done(start < 0 || !url.includes('%', start) ? undefined : badQuery(url.slice(start + 1)));
   });
 
   // Known paths (patterns with parameters too, such as /api/v1/entries/:id) and their methods, for
@@ -354,7 +349,12 @@ function routePattern(url: string): RegExp {
   return new RegExp(`^${parts.join('')}$`);
 }
 
-/** The refusal of a query string with a part that is not valid percent-encoding of UTF-8; none when every part is. */
+/** The refusal of a URL whose query has a part that is not valid percent-encoding of UTF-8; none when every part is. */
+function badQueryOf(url: string): FastifyError | undefined {
+  const start = url.indexOf('?');
+  return start < 0 || !url.includes('%', start) ? undefined : badQuery(url.slice(start + 1));
+}
+
 function badQuery(query: string): FastifyError | undefined {
   for (const part of query.split('&')) {
     try {
