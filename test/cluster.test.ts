@@ -21,6 +21,22 @@ const nodeEnv = (schema: string) => ({
   REPRISE_REDIS_PREFIX: uniquePrefix(),
 });
 
+/** A schema of the suite's own, dropped after it, with the embedder its nodes shared closed. */
+function nodeSchema(): string {
+  const { schema, drop } = freshSchema();
+  after(async () => {
+    await drop();
+    await closeSharedEmbedder();
+  });
+  return schema;
+}
+
+/** The two entries the snapshot suites look for again after a restart. */
+async function storeSpiderAndMars(app: TestApp, key: string): Promise<void> {
+  await app.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
+  await app.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+}
+
 describe('cluster: two nodes on one PostgreSQL and one Redis', { skip }, () => {
   const { schema, drop } = freshSchema();
   let a: TestApp;
@@ -309,11 +325,7 @@ describe('cluster: a node restarted loads its own index snapshot and applies the
 });
 
 describe('cluster: a node that read its index from PostgreSQL saves it once whole', { skip }, () => {
-  const { schema, drop } = freshSchema();
-  after(async () => {
-    await drop();
-    await closeSharedEmbedder();
-  });
+  const schema = nodeSchema();
 
   test('a node started without a snapshot saves the index it read, and a start after a crash loads it', async () => {
     const shared = nodeEnv(schema);
@@ -323,8 +335,7 @@ describe('cluster: a node that read its index from PostgreSQL saves it once whol
     let restarted: TestApp | null = null;
     try {
       const key = await b.key('node-rebuilt');
-      await b.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
-      await b.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+      await storeSpiderAndMars(b, key);
       const aDir = tempDir();
       a = await startTestApp({ config: loadConfig({ ...shared, REPRISE_DATA_DIR: aDir }), embedder, keepData: true });
       assert.equal(a.runtime.vectorsFromSnapshot, 0, 'read from PostgreSQL');
@@ -348,11 +359,7 @@ describe('cluster: a node that read its index from PostgreSQL saves it once whol
 });
 
 describe('cluster: a node snapshot and a change committed late, after the node was stopped', { skip }, () => {
-  const { schema, drop } = freshSchema();
-  after(async () => {
-    await drop();
-    await closeSharedEmbedder();
-  });
+  const schema = nodeSchema();
 
   test('a delete whose change number the node had given up on, committed while it was down, is applied at its next start', async () => {
     const config = loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() });
@@ -412,11 +419,7 @@ describe('cluster: a node snapshot and a change committed late, after the node w
 });
 
 describe('cluster: a node snapshot when the change log was pruned up to it', { skip }, () => {
-  const { schema, drop } = freshSchema();
-  after(async () => {
-    await drop();
-    await closeSharedEmbedder();
-  });
+  const schema = nodeSchema();
 
   test('a node started from its snapshot and stopped at once leaves a snapshot the next start loads', async () => {
     const config = loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() });
@@ -460,11 +463,7 @@ describe('cluster: a node snapshot when the change log was pruned up to it', { s
 });
 
 describe('cluster: a node snapshot when PostgreSQL refuses its record at shutdown', { skip }, () => {
-  const { schema, drop } = freshSchema();
-  after(async () => {
-    await drop();
-    await closeSharedEmbedder();
-  });
+  const schema = nodeSchema();
 
   test('the snapshot loaded at start stays on disk, and the next start loads it', async () => {
     const config = loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() });
@@ -475,8 +474,7 @@ describe('cluster: a node snapshot when PostgreSQL refuses its record at shutdow
     try {
       await client.query(`SET search_path TO ${schema}`);
       const key = await a.key('record-refused');
-      await a.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
-      await a.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+      await storeSpiderAndMars(a, key);
       await a.runtime.indexLoaded;
       await a.close();
       a = null;
@@ -502,11 +500,7 @@ describe('cluster: a node snapshot when PostgreSQL refuses its record at shutdow
 });
 
 describe('cluster: a node snapshot damaged, and a data directory shared', { skip }, () => {
-  const { schema, drop } = freshSchema();
-  after(async () => {
-    await drop();
-    await closeSharedEmbedder();
-  });
+  const schema = nodeSchema();
 
   test("a damaged snapshot is not loaded; a second node on the same directory keeps none and leaves the first one's", async () => {
     const dir = tempDir();
@@ -516,8 +510,7 @@ describe('cluster: a node snapshot damaged, and a data directory shared', { skip
     let b: TestApp | null = null;
     try {
       const key = await a.key('damaged');
-      await a.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, key);
-      await a.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, key);
+      await storeSpiderAndMars(a, key);
       await a.runtime.indexLoaded;
       await a.close();
       a = null;
@@ -546,11 +539,7 @@ describe('cluster: a node snapshot damaged, and a data directory shared', { skip
 });
 
 describe('cluster: a node snapshot and an account deleted while the node was down', { skip }, () => {
-  const { schema, drop } = freshSchema();
-  after(async () => {
-    await drop();
-    await closeSharedEmbedder();
-  });
+  const schema = nodeSchema();
 
   test('the vectors of the account deleted are out of the index loaded from the snapshot', async () => {
     const shared = nodeEnv(schema);
@@ -561,8 +550,7 @@ describe('cluster: a node snapshot and an account deleted while the node was dow
     try {
       const gone = await a.key('gone');
       const kept = await a.key('kept');
-      await a.post('/api/v1/store', { messages: [user('How many legs does a spider have?')], answer: 'Eight.' }, gone);
-      await a.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, gone);
+      await storeSpiderAndMars(a, gone);
       await a.post('/api/v1/store', { messages: [user('Which planet is known as the Red Planet?')], answer: 'Mars.' }, kept);
       await a.runtime.indexLoaded;
       await a.close();
