@@ -504,7 +504,7 @@ function digestOf(file: string): string {
  * `watermark` says what the index holds (see Manifest); loadSnapshot returns it.
  */
 export function saveSnapshot(index: HybridIndex, dir: string, tag: string, token: string | null = null, watermark?: number): void {
-  const tmp = `${dir}.new`;
+  const [, tmp, old] = placesOf(dir) as [string, string, string];
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   const written = index.writeTo(tmp, tag, watermark);
@@ -514,7 +514,6 @@ export function saveSnapshot(index: HybridIndex, dir: string, tag: string, token
   // On disk before the renames make it the snapshot, so a power loss cannot leave a short file.
   for (const f of readdirSync(tmp)) syncPath(path.join(tmp, f));
   syncPath(tmp);
-  const old = `${dir}.old`;
   rmSync(old, { recursive: true, force: true });
   if (existsSync(dir)) renameSync(dir, old);
   renameSync(tmp, dir);
@@ -529,6 +528,11 @@ function syncPath(p: string): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/** Where a snapshot of `dir` may be: in place, and beside it after a save ended between its renames (see saveSnapshot). */
+function placesOf(dir: string): string[] {
+  return [dir, `${dir}.new`, `${dir}.old`];
 }
 
 /** A snapshot on disk (see findSnapshots): where it is, the token it was saved with, and its manifest. */
@@ -546,7 +550,7 @@ export interface FoundSnapshot {
  */
 export function findSnapshots(dir: string): FoundSnapshot[] {
   const found: FoundSnapshot[] = [];
-  for (const at of [dir, `${dir}.new`, `${dir}.old`]) {
+  for (const at of placesOf(dir)) {
     let manifest: Manifest;
     try {
       manifest = JSON.parse(readFileSync(path.join(at, 'manifest.json'), 'utf8')) as Manifest;
@@ -560,7 +564,7 @@ export function findSnapshots(dir: string): FoundSnapshot[] {
 
 /** Removes the snapshot at `dir`, and any a save or a load ended midway left beside it. */
 export function dropSnapshot(dir: string): void {
-  for (const at of [dir, `${dir}.new`, `${dir}.old`, `${dir}.loading`]) rmSync(at, { recursive: true, force: true });
+  for (const at of [...placesOf(dir), `${dir}.loading`]) rmSync(at, { recursive: true, force: true });
 }
 
 /**
@@ -604,7 +608,7 @@ export function loadSnapshot(
     }
     index.readFrom(loading, manifest);
     // What a save ended midway left beside it is of no use now.
-    for (const at of [dir, `${dir}.new`, `${dir}.old`]) rmSync(at, { recursive: true, force: true });
+    for (const at of placesOf(dir)) rmSync(at, { recursive: true, force: true });
     if (keep) {
       renameSync(loading, dir);
       syncPath(path.dirname(dir));
