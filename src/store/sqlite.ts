@@ -613,7 +613,7 @@ export class SqliteStore implements Store {
         account: toAccount(row),
         sessions: run('DELETE FROM sessions WHERE account_id = ?'),
         keys: run('DELETE FROM api_keys WHERE account_id = ?'),
-        entries: count('SELECT count(*) FROM entries WHERE account_id = ?'),
+        entries: this.entryCount(id),
         usageBuckets: count('SELECT count(*) FROM usage WHERE account_id = ?'),
       };
       run('DELETE FROM account_storage WHERE account_id = ?');
@@ -653,6 +653,11 @@ export class SqliteStore implements Store {
 
   purgeLeft(accountId: string): number | null {
     if (this.db.prepare('SELECT 1 FROM account_purges WHERE account_id = ?').get(accountId) === undefined) return null;
+    return this.entryCount(accountId);
+  }
+
+  /** The entries an account has in the file, a deleted account's not yet removed included. */
+  private entryCount(accountId: string): number {
     return this.db.prepare('SELECT count(*) FROM entries WHERE account_id = ?').pluck().get(accountId) as number;
   }
 
@@ -670,7 +675,6 @@ export class SqliteStore implements Store {
     if (!lock) return null;
     const result: PurgeResult = { accounts: 0, entries: 0, usageBuckets: 0 };
     const next = this.db.prepare('SELECT account_id FROM account_purges ORDER BY deleted_at, account_id LIMIT 1').pluck();
-    const entriesOf = this.db.prepare('SELECT count(*) FROM entries WHERE account_id = ?').pluck();
     const deleteEntries = this.db.prepare(
       'DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE account_id = ? ORDER BY id LIMIT ?)',
     );
@@ -686,7 +690,7 @@ export class SqliteStore implements Store {
     });
     try {
       for (let accountId = next.get() as string | undefined; accountId !== undefined; accountId = next.get() as string | undefined) {
-        let left = entriesOf.get(accountId) as number;
+        let left = this.entryCount(accountId);
         let removed = 0;
         for (;;) {
           if (opts.signal?.aborted) return result;
