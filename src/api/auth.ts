@@ -14,7 +14,8 @@ export function setRateHeaders(reply: FastifyReply, r: LimitResult): void {
   reply.header('X-RateLimit-Reset', r.resetAt);
 }
 
-function bearer(header: string | undefined): string | null {
+/** The secret of an `Authorization: Bearer <secret>` header (the scheme in any case); null when there is none. */
+export function bearer(header: string | undefined): string | null {
   if (!header) return null;
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
   return m ? (m[1] as string) : null;
