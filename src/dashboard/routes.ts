@@ -118,7 +118,8 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     const session = token ? await ctx.store.getSession(sha256(token), new Date().toISOString()) : null;
     const account = session ? await ctx.store.getAccount(session.accountId) : null;
     if (!session || !account) throw new ApiError('UNAUTHORIZED', 'Sign in to use the dashboard');
-    if (request.method !== 'GET') {
+    // A HEAD is a GET without the body (Fastify answers it with the GET route): it changes nothing.
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
       const origin = request.headers.origin;
       if (request.headers['x-csrf-token'] !== session.csrfToken || (origin !== undefined && originHost(origin) !== request.host)) {
         throw new ApiError('FORBIDDEN', 'Missing or wrong CSRF token');
