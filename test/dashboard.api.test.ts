@@ -297,6 +297,11 @@ describe('dashboard API', () => {
     const misspelt = await call('PUT', '/dashboard/api/settings', s, { default_treshold: 0.9 });
     assert.equal(misspelt.statusCode, 400);
     assert.equal(misspelt.json().error.details.field, 'default_treshold');
+    assert.equal(
+      misspelt.json().error.message,
+      'default_treshold is not a setting; the settings are default_threshold and entry_ttl_seconds',
+    );
+    assert.equal(misspelt.json().error.details.expected, 'default_threshold or entry_ttl_seconds');
     for (const body of [[], null, 'x']) {
       const notObject = await t.app.inject({
         method: 'PUT',
