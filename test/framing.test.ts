@@ -126,6 +126,19 @@ describe('requests the HTTP parser refuses are answered in the error shape', () 
     assert.equal(same.status, 200);
   });
 
+  test('a request target in absolute form that is no URL is 400 INVALID_INPUT saying so, not blamed on percent-encoding', async () => {
+    for (const target of ['http://x:99999/api/v1/usage', 'http://x/healthz#fragment']) {
+      const res = await rawExchange(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);
+      assertSpecError(res, 400, 'INVALID_INPUT');
+      assert.equal(res.body.error.details?.field, 'url', target);
+      assert.doesNotMatch(res.body.error.message, /percent-encoding/, target);
+      assert.match(res.body.error.message, /absolute URL/, target);
+    }
+    const path = await rawExchange(port, `GET /api/v1/% HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);
+    assertSpecError(path, 400, 'INVALID_INPUT');
+    assert.match(path.body.error.message, /percent-encoding/);
+  });
+
   test('a QUERY without Content-Type (no route takes QUERY) is 405 with Allow on a known path, 404 elsewhere', async () => {
     const query = (path: string) =>
       rawExchange(port, `QUERY ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);
