@@ -130,13 +130,22 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       // Typed for a route's reply schema; none applies before routing.
       const reply = routedReply as FastifyReply;
       reply.header('X-Request-Id', request.id);
+      // A target in absolute form (`GET http://host/…`) is refused too when it is no URL (a port
+      // out of range, a fragment), and not only for its percent-encoding.
+      const absolute = request.raw.url?.startsWith('/') === false;
       const failure =
         err.code === 'FST_ERR_BAD_URL'
-          ? new ApiError('INVALID_INPUT', 'The URL path is not valid percent-encoding', {
-              field: 'url',
-              expected: 'a path with each % followed by two hex digits of UTF-8',
-              received: describe(request.raw.url),
-            })
+          ? new ApiError(
+              'INVALID_INPUT',
+              absolute ? 'The request target is not a valid absolute URL' : 'The URL path is not valid percent-encoding',
+              {
+                field: 'url',
+                expected: absolute
+                  ? 'an absolute URL without a fragment, its port from 0 to 65535 and each % followed by two hex digits of UTF-8'
+                  : 'a path with each % followed by two hex digits of UTF-8',
+                received: describe(request.raw.url),
+              },
+            )
           : new ApiError('INTERNAL_ERROR', 'Internal server error');
       Promise.resolve()
         .then(() => limiter.consume(`public:${limitedAddress(request.ip)}`, PUBLIC_RULE))

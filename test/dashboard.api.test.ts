@@ -131,6 +131,18 @@ describe('dashboard API', () => {
     assert.equal(wrong.statusCode, 403);
   });
 
+  test('HEAD of a read is answered as its GET is, without the CSRF token a change needs', async () => {
+    const s = await signIn();
+    for (const url of ['/dashboard/api/me', '/dashboard/api/keys', '/dashboard/api/usage', '/dashboard/api/entries']) {
+      const get = await call('GET', url, s);
+      const head = await t.app.inject({ method: 'HEAD', url, headers: { cookie: s.cookie } });
+      assert.equal(get.statusCode, 200, url);
+      assert.equal(head.statusCode, 200, `HEAD ${url}`);
+      assert.equal(head.body, '');
+    }
+    assert.equal((await t.app.inject({ method: 'HEAD', url: '/dashboard/api/me' })).statusCode, 401);
+  });
+
   test('odd headers and names are 4xx: a null Origin, a cookie that is not percent-encoding, a NUL in the name', async () => {
     const s = await signIn();
     // Sandboxed pages send `Origin: null`: not this host, so refused like any other origin.
@@ -285,6 +297,11 @@ describe('dashboard API', () => {
     const misspelt = await call('PUT', '/dashboard/api/settings', s, { default_treshold: 0.9 });
     assert.equal(misspelt.statusCode, 400);
     assert.equal(misspelt.json().error.details.field, 'default_treshold');
+    assert.equal(
+      misspelt.json().error.message,
+      'default_treshold is not a setting; the settings are default_threshold and entry_ttl_seconds',
+    );
+    assert.equal(misspelt.json().error.details.expected, 'default_threshold or entry_ttl_seconds');
     for (const body of [[], null, 'x']) {
       const notObject = await t.app.inject({
         method: 'PUT',

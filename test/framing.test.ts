@@ -104,6 +104,41 @@ describe('requests the HTTP parser refuses are answered in the error shape', () 
     assertSpecError(await send('fancy-feature', 'rp_live_wrong'), 401, 'INVALID_API_KEY');
   });
 
+  test('two Authorization headers with different keys are 401 INVALID_API_KEY, whichever comes first; the same one twice is taken', async () => {
+    const other = await t.key();
+    const usage = (...values: string[]) =>
+      rawExchange(
+        port,
+        `GET /api/v1/usage HTTP/1.1\r\nHost: x\r\n${values.map((v) => `Authorization: ${v}\r\n`).join('')}Connection: close\r\n\r\n`,
+      );
+    for (const values of [
+      [`Bearer ${key}`, `Bearer ${other}`],
+      [`Bearer ${other}`, `Bearer ${key}`],
+      [`Bearer ${key}`, 'Bearer rp_live_wrong'],
+      [`Bearer ${key}`, ''],
+      ['Bearer rp_live_wrong', `Bearer ${key}`],
+    ]) {
+      const res = await usage(...values);
+      assertSpecError(res, 401, 'INVALID_API_KEY');
+      assert.match(res.body.error.message, /more than one Authorization header/i);
+    }
+    const same = await usage(`Bearer ${key}`, `Bearer  ${key} `);
+    assert.equal(same.status, 200);
+  });
+
+  test('a request target in absolute form that is no URL is 400 INVALID_INPUT saying so, not blamed on percent-encoding', async () => {
+    for (const target of ['http://x:99999/api/v1/usage', 'http://x/healthz#fragment']) {
+      const res = await rawExchange(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);
+      assertSpecError(res, 400, 'INVALID_INPUT');
+      assert.equal(res.body.error.details?.field, 'url', target);
+      assert.doesNotMatch(res.body.error.message, /percent-encoding/, target);
+      assert.match(res.body.error.message, /absolute URL/, target);
+    }
+    const path = await rawExchange(port, `GET /api/v1/% HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);
+    assertSpecError(path, 400, 'INVALID_INPUT');
+    assert.match(path.body.error.message, /percent-encoding/);
+  });
+
   test('a QUERY without Content-Type (no route takes QUERY) is 405 with Allow on a known path, 404 elsewhere', async () => {
     const query = (path: string) =>
       rawExchange(port, `QUERY ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);

@@ -259,9 +259,12 @@ describe('metrics', () => {
         assert.equal(refused.json().error.code, 'INVALID_API_KEY');
         assert.doesNotMatch(refused.body, /reprise_/);
       }
-      const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${token}` } });
-      assert.equal(res.statusCode, 200);
-      assert.match(res.body, /reprise_checks_total/);
+      // The scheme is read as for API keys: in any case, with spaces or a tab after it.
+      for (const authorization of [`Bearer ${token}`, `bearer ${token}`, `BEARER  ${token}`, `Bearer\t${token}`]) {
+        const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization } });
+        assert.equal(res.statusCode, 200, authorization);
+        assert.match(res.body, /reprise_checks_total/);
+      }
     } finally {
       await t.close();
     }

@@ -14,10 +14,27 @@ export function setRateHeaders(reply: FastifyReply, r: LimitResult): void {
   reply.header('X-RateLimit-Reset', r.resetAt);
 }
 
-function bearer(header: string | undefined): string | null {
+/** The secret of an `Authorization: Bearer <secret>` header (the scheme in any case); null when there is none. */
+export function bearer(header: string | undefined): string | null {
   if (!header) return null;
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
   return m ? (m[1] as string) : null;
+}
+
+/**
+ * Whether a request's Authorization headers after the first present another key than `secret`,
+ * the first one's. Node keeps only the first header of a name that may not repeat: a request
+ * with two keys (a client's, and one a proxy added on the way) was taken as whichever came first.
+ */
+function othersPresented(rawHeaders: readonly string[], secret: string): boolean {
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (name.length !== 13 || name.toLowerCase() !== 'authorization') continue;
+    if (seen && bearer(rawHeaders[i + 1]) !== secret) return true;
+    seen = true;
+  }
+  return false;
 }
 
 /** The key presented on a connection: its Authorization header, the secret in it and its hash. */
@@ -44,6 +61,10 @@ function presented(request: FastifyRequest): Presented {
   if (socket) socket[PRESENTED] = p;
   return p;
 }
+
+const MALFORMED = 'Missing or malformed Authorization header; expected "Bearer <API_KEY>"';
+const CONFLICTING = 'More than one Authorization header, with different keys; send one: "Bearer <API_KEY>"';
+const INVALID = 'The API key is invalid, revoked or expired';
 
 function refused(r: LimitResult): ApiError {
   return new ApiError(
@@ -97,25 +118,21 @@ export function authHook(ctx: AppContext) {
     }
   };
 
-  const failed = (reply: FastifyReply, secret: string | null, r: LimitResult): never => {
+  const failed = (reply: FastifyReply, why: string, r: LimitResult): never => {
     limited(reply, r);
-    const why =
-      secret === null
-        ? 'Missing or malformed Authorization header; expected "Bearer <API_KEY>"'
-        : 'The API key is invalid, revoked or expired';
     throw new ApiError('INVALID_API_KEY', why);
   };
 
   const admit = (
     request: FastifyRequest,
     reply: FastifyReply,
-    secret: string | null,
+    why: string,
     found: { key: ApiKey; account: Account } | null,
   ): void | Promise<void> => {
     if (!found) {
       const r = consume(`authfail:${limitedAddress(request.ip)}`, failRule);
-      if (r instanceof Promise) return r.then((x) => failed(reply, secret, x));
-      return failed(reply, secret, r);
+      if (r instanceof Promise) return r.then((x) => failed(reply, why, x));
+      return failed(reply, why, r);
     }
     request.account = found.account;
     request.apiKey = found.key;
@@ -129,10 +146,11 @@ export function authHook(ctx: AppContext) {
     request.account = null;
     request.apiKey = null;
     const { secret, hash } = presented(request);
-    const found = hash === null ? null : authenticateSync(ctx.store, hash);
-    if (found === undefined) {
-      return authenticate(ctx.store, hash as string).then((f) => admit(request, reply, secret, f));
-    }
-    return admit(request, reply, secret, found);
+    if (secret === null) return admit(request, reply, MALFORMED, null);
+    if (othersPresented(request.raw.rawHeaders, secret)) return admit(request, reply, CONFLICTING, null);
+    if (hash === null) return admit(request, reply, INVALID, null);
+    const found = authenticateSync(ctx.store, hash);
+    if (found === undefined) return authenticate(ctx.store, hash).then((f) => admit(request, reply, INVALID, f));
+    return admit(request, reply, INVALID, found);
   };
 }

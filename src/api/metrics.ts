@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { bearer } from './auth.ts';
 import { ApiError } from './errors.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -38,7 +39,7 @@ export class Metrics {
    * token: the counts are of every account's traffic, for the operator, not for account holders.
    */
   install(app: FastifyInstance, token: string | null = null): void {
-    const expected = token === null ? null : digest(`Bearer ${token}`);
+    const expected = token === null ? null : digest(token);
     app.addHook('onResponse', (request, reply, done) => {
       this.http.observe(
         { method: request.method, route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) },
@@ -47,7 +48,8 @@ export class Metrics {
       done();
     });
     app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
-      if (expected !== null && !timingSafeEqual(digest(request.headers.authorization ?? ''), expected)) {
+      // The header is read as an API key's is: the scheme in any case, spaces or a tab after it.
+      if (expected !== null && !timingSafeEqual(digest(bearer(request.headers.authorization) ?? ''), expected)) {
         throw new ApiError('INVALID_API_KEY', 'GET /metrics needs Authorization: Bearer <REPRISE_METRICS_TOKEN>');
       }
       reply.header('Content-Type', this.registry.contentType);

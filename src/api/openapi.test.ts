@@ -31,8 +31,8 @@ describe('/openapi.json: statuses, error bodies and headers', () => {
     ['/api/v1/check', 'post', ['200', '400', '401', '405', '408', '413', '415', '417', '429', '431', '500', '503']],
     ['/api/v1/store', 'post', ['200', '400', '401', '403', '405', '408', '413', '415', '417', '429', '431', '500', '503']],
     ['/api/v1/usage', 'get', ['200', '400', '401', '405', '408', '417', '429', '431', '500', '503']],
-    ['/api/v1/health', 'get', ['200', '401', '405', '408', '417', '429', '431', '500', '503']],
-    ['/healthz', 'get', ['200', '405', '408', '417', '429', '431', '500', '503']],
+    ['/api/v1/health', 'get', ['200', '400', '401', '405', '408', '417', '429', '431', '500', '503']],
+    ['/healthz', 'get', ['200', '400', '405', '408', '417', '429', '431', '500', '503']],
     ['/api/v1/entries/{id}', 'delete', ['200', '400', '401', '404', '405', '408', '413', '415', '417', '429', '431', '500', '503']],
   ];
 
@@ -83,6 +83,19 @@ describe('/openapi.json: statuses, error bodies and headers', () => {
       assert.equal(res.json().status, 405);
       assert.deepEqual(String(res.headers.allow).split(', ').sort(), allowed.sort(), `${method} ${path}`);
       for (const h of HEADERS) assert.match(String(res.headers[h.toLowerCase()]), /^[\w-]+$/, `${method} ${path}: ${h}`);
+    }
+  });
+
+  test('an operation without parameters answers 400 to a query that is not valid percent-encoding, as it documents', async () => {
+    for (const [path, secret] of [
+      ['/api/v1/health', key],
+      ['/healthz', undefined],
+    ] as const) {
+      const res = await t.get(`${path}?probe=%`, secret);
+      assert.equal(res.statusCode, 400, path);
+      assert.equal(res.json().error.code, 'INVALID_INPUT');
+      assert.equal(res.json().error.details.field, 'probe');
+      assert.equal(doc.paths[path]?.get?.responses['400']?.content?.['application/json'].schema.$ref, '#/components/schemas/Error', path);
     }
   });
 

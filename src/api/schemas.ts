@@ -145,7 +145,7 @@ const responseHeaders = {
 
 /** What each error status answers, by code. */
 const ERROR_RESPONSES = {
-  400: 'INVALID_INPUT (INVALID_MESSAGES for the messages of a check): the request is invalid; details name the field.',
+  400: 'INVALID_INPUT (INVALID_MESSAGES for the messages of a check): the request is invalid (a field, a query value that is not valid percent-encoding, or not valid HTTP); details name the field.',
   401: 'INVALID_API_KEY: the Authorization header is missing or malformed, or its key is invalid, revoked or expired.',
   403: 'STORAGE_QUOTA_EXCEEDED: the store would take the account past a storage limit of its plan (details name it); nothing stored was removed. Delete entries (DELETE /api/v1/entries/{id}) or move to a larger plan; retrying does not help.',
   404: 'NOT_FOUND: the account has no such entry.',
@@ -163,10 +163,11 @@ const ERROR_RESPONSES = {
 export type ErrorStatus = keyof typeof ERROR_RESPONSES;
 
 /**
- * Errors any operation can answer: its path asked with another method, or a request that arrives
- * too slowly, expects more than 100-continue, or has too many headers.
+ * Errors any operation can answer: a request that is not valid HTTP or whose query is not valid
+ * percent-encoding, its path asked with another method, or a request that arrives too slowly,
+ * expects more than 100-continue, or has too many headers.
  */
-const EVERY_OPERATION: readonly ErrorStatus[] = [405, 408, 417, 431];
+const EVERY_OPERATION: readonly ErrorStatus[] = [400, 405, 408, 417, 431];
 
 /** On a 405: the methods the path takes. */
 const allowHeader = {
@@ -178,7 +179,7 @@ const allowHeader = {
 
 /**
  * The responses of an operation for the document: `ok` as 200 and the spec's error body for each
- * of `errors` (and 405, 408, 417 and 431, which any path can answer), all with the request-id and
+ * of `errors` (and 400, 405, 408, 417 and 431, which any path can answer), all with the request-id and
  * rate-limit headers (and Retry-After on 429, Allow on 405). (A request refused before its limit
  * is taken, a 500 or 503, may lack the rate-limit headers.)
  */

@@ -118,7 +118,8 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     const session = token ? await ctx.store.getSession(sha256(token), new Date().toISOString()) : null;
     const account = session ? await ctx.store.getAccount(session.accountId) : null;
     if (!session || !account) throw new ApiError('UNAUTHORIZED', 'Sign in to use the dashboard');
-    if (request.method !== 'GET') {
+    // A HEAD is a GET without the body (Fastify answers it with the GET route): it changes nothing.
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
       const origin = request.headers.origin;
       if (request.headers['x-csrf-token'] !== session.csrfToken || (origin !== undefined && originHost(origin) !== request.host)) {
         throw new ApiError('FORBIDDEN', 'Missing or wrong CSRF token');
@@ -273,7 +274,10 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     const given = body as Record<string, unknown>;
     // A misspelt setting would otherwise be answered 200 with nothing changed.
     const unknown = Object.keys(given).find((k) => !(SETTINGS as readonly string[]).includes(k));
-    if (unknown !== undefined) throw invalid(unknown, `no such setting: ${SETTINGS.join(' or ')}`, given[unknown]);
+    if (unknown !== undefined) {
+      const message = `${unknown} is not a setting; the settings are ${SETTINGS.join(' and ')}`;
+      throw invalid(unknown, SETTINGS.join(' or '), given[unknown], message);
+    }
     const { default_threshold: t, entry_ttl_seconds: ttl } = given;
     if (t !== undefined && (typeof t !== 'number' || !(t >= 0 && t <= 1))) throw invalid('default_threshold', 'a number from 0 to 1', t);
     if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 0 || ttl > 315_360_000)) {

@@ -36,6 +36,8 @@ describe('authentication', () => {
         const body = res.json();
         assert.equal(body.error.code, 'INVALID_API_KEY');
         assert.equal(body.status, 401);
+        // A header that is no bearer key is malformed; a key that is not one of ours is invalid.
+        assert.match(body.error.message, header?.startsWith('Bearer rp_live_') || header === 'Bearer sk-123' ? /invalid/ : /malformed/);
         assert.ok(res.headers['x-ratelimit-limit']);
         assert.ok(res.headers['x-ratelimit-remaining'] !== undefined);
         assert.ok(res.headers['x-ratelimit-reset']);
