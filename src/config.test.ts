@@ -17,6 +17,10 @@ describe('configuration from the environment', () => {
       ['PORT', 'eighty'],
       ['REPRISE_EMBED_PRIORITY', '20'],
       ['REPRISE_EMBED_PRIORITY', '-5'],
+      // Past what a date or a timer can hold: every store was a 500, or every connection to PostgreSQL refused.
+      ['REPRISE_ENTRY_TTL_SECONDS', '99999999999999'],
+      ['REPRISE_ENTRY_TTL_SECONDS', '315360001'],
+      ['REPRISE_PG_QUERY_TIMEOUT_MS', '2147483648'],
     ] as const) {
       assert.throws(
         () => loadConfig({ [variable]: value }),

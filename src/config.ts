@@ -336,7 +336,8 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(str(env, 'REPRISE_DATA_DIR', './data')),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     pgSchema: pgSchema(env),
-    pgQueryTimeoutMs: int(env, 'REPRISE_PG_QUERY_TIMEOUT_MS', 5000, 100),
+    // PostgreSQL's timeouts and Node's timers hold up to 2^31 - 1 ms.
+    pgQueryTimeoutMs: int(env, 'REPRISE_PG_QUERY_TIMEOUT_MS', 5000, 100, 2_147_483_647),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: str(env, 'REPRISE_REDIS_PREFIX', 'reprise:'),
     logLevel: logLevel(env),
@@ -351,7 +352,8 @@ export function loadConfig(env: Env = process.env): Config {
     prices,
     defaultPricePerMillion: fallback,
     embedder: embedderConfig(env),
-    entryTtlSeconds: int(env, 'REPRISE_ENTRY_TTL_SECONDS', 0, 0),
+    // Ten years, as for `ttl_seconds` on a store and the dashboard's setting.
+    entryTtlSeconds: int(env, 'REPRISE_ENTRY_TTL_SECONDS', 0, 0, 315_360_000),
     authFailuresPerMinute: int(env, 'REPRISE_AUTH_FAILURES_PER_MINUTE', 30, 1),
     trustProxy: trustProxy(env),
     sqliteSynchronous: sync,
