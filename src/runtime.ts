@@ -130,7 +130,8 @@ export async function openLimiter(config: Config, log?: RuntimeLog): Promise<Rat
   const onFallback = (err: unknown) =>
     log?.warn({ err }, 'Redis (REDIS_URL) does not answer: each node now applies the rate limits on its own traffic until it is back');
   const onRecover = () => log?.info({}, 'Redis (REDIS_URL) answers again: rate limits are shared by all nodes again');
-  return new RedisRateLimiter(redis, { prefix: config.redisPrefix, onFallback, onRecover }, async () => {
+  const connected = () => redis.status === 'ready';
+  return new RedisRateLimiter(redis, { prefix: config.redisPrefix, onFallback, onRecover, connected }, async () => {
     redis.disconnect();
   });
 }
