@@ -339,6 +339,13 @@ describe('the real server, as a user runs it', () => {
       assert.equal(unopened.code, 1, args.join(' '));
       assert.match(unopened.stderr, /cannot open the store at REPRISE_DATA_DIR/);
       assert.doesNotMatch(unopened.stderr, /\n\s+at /);
+      // The file itself named as the data directory: said so, not as the system's EEXIST of a mkdir.
+      const onFile = await runCli(args, { ...env, REPRISE_DATA_DIR: file });
+      assert.equal(onFile.code, 1, args.join(' '));
+      assert.equal(
+        onFile.stderr.trim().split('\n').at(-1),
+        `reprise: cannot open the store at REPRISE_DATA_DIR (${path.join(file, 'reprise.db')}): ${file} is a file, not a directory`,
+      );
     }
     // Only `keys create` starts a database; elsewhere a data directory without one is named.
     const nowhere = { ...env, REPRISE_DATA_DIR: path.join(dir, 'mistyped') };
