@@ -38,6 +38,8 @@ describe('configuration from the environment', () => {
         [{ pricez: { 'gpt-4o': 5 } }, 'unknown key "pricez"'],
         [{ plans: { team: { requests_per_minute: 100, burst: 200, unlimitd: true } } }, 'plans.team: unknown key "unlimitd"'],
         [{ plans: [] }, 'plans in'],
+        // What a plan name may be is said, not only that this one is not.
+        [{ plans: { Team: { requests_per_minute: 100, burst: 200 } } }, 'plan name "Team" in plans: a plan name is a lower-case letter'],
       ] as const) {
         writeFileSync(file, JSON.stringify(content));
         assert.throws(

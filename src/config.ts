@@ -252,7 +252,12 @@ function rateLimit(v: unknown, where: string, fallback: number | undefined): num
 function mergePlans(file: FileConfig): PlanTable {
   const plans: PlanTable = ownKeysOnly(DEFAULT_PLANS);
   for (const [name, raw] of Object.entries(file.plans ?? {})) {
-    if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name)) throw new ConfigError('REPRISE_CONFIG', `plan name ${name} is invalid`);
+    if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name)) {
+      throw new ConfigError(
+        'REPRISE_CONFIG',
+        `plan name ${JSON.stringify(name)} in plans: a plan name is a lower-case letter, then up to 31 lower-case letters, digits, _ or -`,
+      );
+    }
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
       throw new ConfigError('REPRISE_CONFIG', `plans.${name} must be an object; got ${JSON.stringify(raw)}`);
     }
