@@ -57,6 +57,9 @@ describe('configuration from the environment', () => {
         }),
       );
       assert.equal(loadConfig({ REPRISE_CONFIG: file }).plans.team?.requestsPerMinute, 100);
+      // Saved by an editor that begins UTF-8 with a byte order mark: the same file.
+      writeFileSync(file, `\uFEFF${JSON.stringify({ plans: { team: { requests_per_minute: 100, burst: 200 } } })}`);
+      assert.equal(loadConfig({ REPRISE_CONFIG: file }).plans.team?.requestsPerMinute, 100);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

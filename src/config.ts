@@ -161,7 +161,8 @@ function readFileConfig(file: string): FileConfig {
     throw new ConfigError('REPRISE_CONFIG', `cannot read ${file}: ${(err as Error).message}`);
   }
   try {
-    const parsed: unknown = JSON.parse(text);
+    // A byte order mark (some editors begin UTF-8 with one) is no part of the JSON.
+    const parsed: unknown = JSON.parse(text.replace(/^\uFEFF/, ''));
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
     config = parsed as Record<string, unknown>;
   } catch (err) {
