@@ -6,6 +6,7 @@ import { createKey } from './keys/keys.ts';
 import { planOf, type Plan } from './limits/plans.ts';
 import { openStore, sqlitePath, storeExists } from './runtime.ts';
 import type { Account, AccountDeletion, Store } from './store/interface.ts';
+import { isSqliteUnavailable } from './store/sqlite.ts';
 import type { StorageUse } from './store/quota.ts';
 
 /** A command used wrongly: the message, then the help. */
@@ -63,6 +64,16 @@ async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>, er
   const store = await openStore(config);
   try {
     return await fn(store);
+  } catch (err) {
+    // A database that cannot be used now (disk full, read-only, its write lock held past the wait;
+    // PostgreSQL unreachable) is said in one line, naming the setting, not as a stack trace.
+    if (isSqliteUnavailable(err)) {
+      throw new CommandError(`the store at REPRISE_DATA_DIR (${sqlitePath(config)}) cannot be written now: ${(err as Error).message}`);
+    }
+    if ((err as { unavailable?: boolean }).unavailable === true) {
+      throw new CommandError(`the store at DATABASE_URL (PostgreSQL) cannot be used now: ${(err as Error).message}`);
+    }
+    throw err;
   } finally {
     await store.close();
   }

@@ -17,6 +17,10 @@ describe('configuration from the environment', () => {
       ['PORT', 'eighty'],
       ['REPRISE_EMBED_PRIORITY', '20'],
       ['REPRISE_EMBED_PRIORITY', '-5'],
+      // Past what a date or a timer can hold: every store was a 500, or every connection to PostgreSQL refused.
+      ['REPRISE_ENTRY_TTL_SECONDS', '99999999999999'],
+      ['REPRISE_ENTRY_TTL_SECONDS', '315360001'],
+      ['REPRISE_PG_QUERY_TIMEOUT_MS', '2147483648'],
     ] as const) {
       assert.throws(
         () => loadConfig({ [variable]: value }),
@@ -34,6 +38,8 @@ describe('configuration from the environment', () => {
         [{ pricez: { 'gpt-4o': 5 } }, 'unknown key "pricez"'],
         [{ plans: { team: { requests_per_minute: 100, burst: 200, unlimitd: true } } }, 'plans.team: unknown key "unlimitd"'],
         [{ plans: [] }, 'plans in'],
+        // What a plan name may be is said, not only that this one is not.
+        [{ plans: { Team: { requests_per_minute: 100, burst: 200 } } }, 'plan name "Team" in plans: a plan name is a lower-case letter'],
       ] as const) {
         writeFileSync(file, JSON.stringify(content));
         assert.throws(
@@ -50,6 +56,9 @@ describe('configuration from the environment', () => {
           plans: { team: { requests_per_minute: 100, burst: 200 } },
         }),
       );
+      assert.equal(loadConfig({ REPRISE_CONFIG: file }).plans.team?.requestsPerMinute, 100);
+      // Saved by an editor that begins UTF-8 with a byte order mark: the same file.
+      writeFileSync(file, `\uFEFF${JSON.stringify({ plans: { team: { requests_per_minute: 100, burst: 200 } } })}`);
       assert.equal(loadConfig({ REPRISE_CONFIG: file }).plans.team?.requestsPerMinute, 100);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -161,7 +161,8 @@ function readFileConfig(file: string): FileConfig {
     throw new ConfigError('REPRISE_CONFIG', `cannot read ${file}: ${(err as Error).message}`);
   }
   try {
-    const parsed: unknown = JSON.parse(text);
+    // A byte order mark (some editors begin UTF-8 with one) is no part of the JSON.
+    const parsed: unknown = JSON.parse(text.replace(/^\uFEFF/, ''));
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
     config = parsed as Record<string, unknown>;
   } catch (err) {
@@ -252,7 +253,12 @@ function rateLimit(v: unknown, where: string, fallback: number | undefined): num
 function mergePlans(file: FileConfig): PlanTable {
   const plans: PlanTable = ownKeysOnly(DEFAULT_PLANS);
   for (const [name, raw] of Object.entries(file.plans ?? {})) {
-    if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name)) throw new ConfigError('REPRISE_CONFIG', `plan name ${name} is invalid`);
+    if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name)) {
+      throw new ConfigError(
+        'REPRISE_CONFIG',
+        `plan name ${JSON.stringify(name)} in plans: a plan name is a lower-case letter, then up to 31 lower-case letters, digits, _ or -`,
+      );
+    }
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
       throw new ConfigError('REPRISE_CONFIG', `plans.${name} must be an object; got ${JSON.stringify(raw)}`);
     }
@@ -336,7 +342,8 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(str(env, 'REPRISE_DATA_DIR', './data')),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     pgSchema: pgSchema(env),
-    pgQueryTimeoutMs: int(env, 'REPRISE_PG_QUERY_TIMEOUT_MS', 5000, 100),
+    // PostgreSQL's timeouts and Node's timers hold up to 2^31 - 1 ms.
+    pgQueryTimeoutMs: int(env, 'REPRISE_PG_QUERY_TIMEOUT_MS', 5000, 100, 2_147_483_647),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: str(env, 'REPRISE_REDIS_PREFIX', 'reprise:'),
     logLevel: logLevel(env),
@@ -351,7 +358,8 @@ export function loadConfig(env: Env = process.env): Config {
     prices,
     defaultPricePerMillion: fallback,
     embedder: embedderConfig(env),
-    entryTtlSeconds: int(env, 'REPRISE_ENTRY_TTL_SECONDS', 0, 0),
+    // Ten years, as for `ttl_seconds` on a store and the dashboard's setting.
+    entryTtlSeconds: int(env, 'REPRISE_ENTRY_TTL_SECONDS', 0, 0, 315_360_000),
     authFailuresPerMinute: int(env, 'REPRISE_AUTH_FAILURES_PER_MINUTE', 30, 1),
     trustProxy: trustProxy(env),
     sqliteSynchronous: sync,

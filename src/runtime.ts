@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AppContext } from './api/context.ts';
@@ -50,8 +50,20 @@ export async function openStore(config: Config): Promise<Store> {
   } catch (err) {
     // Said in terms of the setting to change, not as a stack trace.
     const where = config.databaseUrl ? 'DATABASE_URL (PostgreSQL)' : `REPRISE_DATA_DIR (${sqlitePath(config)})`;
-    throw new StoreOpenError(`cannot open the store at ${where}: ${(err as Error).message}`, { cause: err });
+    const why = config.databaseUrl ? (err as Error).message : dataDirProblem(config.dataDir, err);
+    throw new StoreOpenError(`cannot open the store at ${where}: ${why}`, { cause: err });
   }
+}
+
+/** Why the data directory could not be used: a file named in its place, or what the error says. */
+function dataDirProblem(dir: string, err: unknown): string {
+  let file = false;
+  try {
+    file = !statSync(dir).isDirectory();
+  } catch {
+    // Missing, or under a file: the error says which.
+  }
+  return file ? `${dir} is a file, not a directory` : (err as Error).message;
 }
 
 /**
@@ -84,7 +96,7 @@ function lockEmbeddedDataDir(config: Config): DataDirLock | null {
     const why =
       err instanceof DataDirInUseError
         ? `${err.message}; stop it, or give this server its own REPRISE_DATA_DIR (the CLI may be used while a server runs)`
-        : (err as Error).message;
+        : dataDirProblem(config.dataDir, err);
     throw new StoreOpenError(`cannot open the store at REPRISE_DATA_DIR (${sqlitePath(config)}): ${why}`, { cause: err });
   }
 }
@@ -130,7 +142,8 @@ export async function openLimiter(config: Config, log?: RuntimeLog): Promise<Rat
   const onFallback = (err: unknown) =>
     log?.warn({ err }, 'Redis (REDIS_URL) does not answer: each node now applies the rate limits on its own traffic until it is back');
   const onRecover = () => log?.info({}, 'Redis (REDIS_URL) answers again: rate limits are shared by all nodes again');
-  return new RedisRateLimiter(redis, { prefix: config.redisPrefix, onFallback, onRecover }, async () => {
+  const connected = () => redis.status === 'ready';
+  return new RedisRateLimiter(redis, { prefix: config.redisPrefix, onFallback, onRecover, connected }, async () => {
     redis.disconnect();
   });
 }

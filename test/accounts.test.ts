@@ -278,6 +278,37 @@ describe('accounts deleted and re-planned with the CLI while the server runs (SQ
     assert.deepEqual(rowsOf(dir, id), NONE);
   });
 
+  test('delete while another process holds the write lock past the wait of a batch: the CLI says so in one line, and the account stays gone', async () => {
+    const key = await keyOf('held');
+    assert.equal((await api(server!.url, 'POST', '/api/v1/store', key, { messages: SPIDER, answer: 'Eight.' })).status, 200);
+    const accounts = JSON.parse((await runCli(['accounts', 'list', '--json'], env)).stdout) as { id: string; name: string }[];
+    const id = accounts.find((a) => a.name === 'held')?.id ?? '';
+    addEntries(dir, id, 2000);
+    const cli = startCli(['accounts', 'delete', 'held', '--yes', '--json'], { ...env, REPRISE_DELETE_BATCH: '100' });
+    await cli.stderrMatching(/Removing its 2,001 cached entries/);
+    // What an operator's `sqlite3 reprise.db` with a transaction left open does, between two batches.
+    const other = new Database(path.join(dir, 'reprise.db'));
+    let done;
+    try {
+      other.pragma('busy_timeout = 5000');
+      other.exec('BEGIN IMMEDIATE');
+      done = await cli.exited;
+      other.exec('ROLLBACK');
+    } finally {
+      other.close();
+    }
+    assert.equal(done.code, 1, done.stderr);
+    assert.doesNotMatch(done.stderr, /\n\s+at /);
+    assert.match(
+      done.stderr,
+      new RegExp(
+        `\\nreprise: the store at REPRISE_DATA_DIR \\(${path.join(dir, 'reprise.db')}\\) cannot be written now: database is locked\\n$`,
+      ),
+    );
+    assert.equal(done.stdout, '');
+    assert.equal((await api(server!.url, 'GET', '/api/v1/usage', key)).status, 401);
+  });
+
   test('set-plan: a running server applies the new plan at the next request', async () => {
     assert.ok(server);
     const key = await keyOf('planned', 'free');

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
@@ -250,6 +251,30 @@ describe('faults: the embedded database cannot be written for a while', () => {
     } finally {
       other.close();
       await node.close();
+    }
+  });
+
+  test('the database file removed while the server runs: the health says so at once, and stores are 503, not acknowledged into a file no start reads', async () => {
+    const node = await startTestApp();
+    const key = await node.key('removed', 'pro');
+    const kept = [user('stored before the removal')];
+    assert.equal((await node.post('/api/v1/store', { messages: kept, answer: 'kept' }, key)).json().stored, true);
+    // What `rm -rf data/*` (or a clean-up of the temporary directory) does beside a running server.
+    rmSync(sqlitePath(node.config));
+    rmSync(`${sqlitePath(node.config)}-wal`, { force: true });
+    try {
+      const health = await node.get('/healthz');
+      assert.equal(health.statusCode, 200);
+      assert.equal(health.json().checks.store, 'read-only');
+      const refused = await node.post('/api/v1/store', { messages: [user('stored after the removal')], answer: 'lost' }, key);
+      assert.equal(refused.statusCode, 503, refused.body);
+      assert.equal(refused.json().error.code, 'SERVICE_UNAVAILABLE');
+      // What the open file holds is still served.
+      assert.equal((await node.post('/api/v1/check', { messages: kept }, key)).json().answer, 'kept');
+      assert.equal((await node.get('/api/v1/health', key)).json().data.checks.store, 'read-only');
+    } finally {
+      // Its last counters cannot be written either (the close fails, as the shutdown says).
+      await node.close().catch(() => undefined);
     }
   });
 

@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { lockFile } from '../src/store/data-dir-lock.ts';
 import { tempDir } from './helpers.ts';
 import { eventually } from './services.ts';
-import { api, runCli, startServerProcess, type ServerProcess } from './process.ts';
+import { api, childEnv, ROOT, runCli, startServerProcess, type ServerProcess } from './process.ts';
 
 const user = (content: string) => ({ role: 'user', content });
 
@@ -337,6 +339,13 @@ describe('the real server, as a user runs it', () => {
       assert.equal(unopened.code, 1, args.join(' '));
       assert.match(unopened.stderr, /cannot open the store at REPRISE_DATA_DIR/);
       assert.doesNotMatch(unopened.stderr, /\n\s+at /);
+      // The file itself named as the data directory: said so, not as the system's EEXIST of a mkdir.
+      const onFile = await runCli(args, { ...env, REPRISE_DATA_DIR: file });
+      assert.equal(onFile.code, 1, args.join(' '));
+      assert.equal(
+        onFile.stderr.trim().split('\n').at(-1),
+        `reprise: cannot open the store at REPRISE_DATA_DIR (${path.join(file, 'reprise.db')}): ${file} is a file, not a directory`,
+      );
     }
     // Only `keys create` starts a database; elsewhere a data directory without one is named.
     const nowhere = { ...env, REPRISE_DATA_DIR: path.join(dir, 'mistyped') };
@@ -399,5 +408,51 @@ describe('the real server, as a user runs it', () => {
     const bad = await runCli(['serve'], { ...env, PORT: 'eighty' });
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /PORT: expected an integer/);
+  });
+});
+
+describe('npm start, as the README runs it', () => {
+  test('SIGTERM to npm stops the server: its counters are written and the data directory is free again', async () => {
+    const dir = tempDir('reprise-npm-start-');
+    const npm = spawn('npm', ['start', '--silent'], {
+      cwd: ROOT,
+      env: childEnv({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', REPRISE_DATA_DIR: dir, REPRISE_EMBEDDER: 'none' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    npm.stdout.setEncoding('utf8');
+    const listening = new Promise<{ url: string; pid: number }>((resolve, reject) => {
+      npm.stdout.on('data', (d: string) => {
+        out += d;
+        const line = out.split('\n').find((l) => l.includes('Reprise is listening'));
+        if (line) resolve(JSON.parse(line) as { url: string; pid: number });
+      });
+      npm.once('exit', (code) => reject(new Error(`npm start exited with ${code}:\n${out}`)));
+    });
+    const { url, pid } = await listening;
+    try {
+      const key = /\b(rp_live_[0-9A-Za-z]{40})\b/.exec(out)?.[1] ?? '';
+      assert.equal((await api(url, 'POST', '/api/v1/check', key, { messages: [user('Counted before the stop?')] })).status, 200);
+      const exited = once(npm, 'exit');
+      npm.kill('SIGTERM');
+      await exited;
+      // The server itself stopped: no other process holds the data directory.
+      const lock = lockFile(path.join(dir, 'server.lock'));
+      assert.ok(lock, `the server (pid ${pid}) still holds ${dir} after npm exited`);
+      lock.release();
+      assert.match(out, /"signal":"SIGTERM"[^\n]*"msg":"shutting down"/);
+      const again = await startServerProcess({ REPRISE_DATA_DIR: dir, REPRISE_EMBEDDER: 'none' });
+      try {
+        assert.equal((await api(again.url, 'GET', '/api/v1/usage', key)).json.total_requests, 1);
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // stopped already
+      }
+    }
   });
 });

@@ -6,6 +6,8 @@ import { eventually, serviceUrl, skipReason, uniquePrefix } from '../../test/ser
 import type { BucketRule, RateLimiter } from './interface.ts';
 import { MemoryRateLimiter } from './memory.ts';
 import { RedisRateLimiter, type RedisScripting } from './redis.ts';
+import { loadConfig } from '../config.ts';
+import { openLimiter } from '../runtime.ts';
 
 /** `shared`: separate instances (nodes) see the same buckets. */
 function conformance(name: string, make: () => RateLimiter, shared: boolean, skip: string | false = false) {
@@ -153,6 +155,33 @@ describe('Redis limiter when Redis answers but refuses its writes', { skip: skip
       assert.equal(l.degraded, true);
     } finally {
       await l.close();
+    }
+  });
+});
+
+describe('Redis limiter as a server opens it: its health without requests', { skip: skipReason('REDIS_URL') }, () => {
+  test('a Redis that does not answer at start is said at once, not at the first request', async () => {
+    const l = await openLimiter(loadConfig({ REDIS_URL: `redis://127.0.0.1:${await freePort()}` }));
+    try {
+      assert.equal(l.degraded, true);
+    } finally {
+      await l.close();
+    }
+  });
+
+  test('a Redis that stops while no request comes is said, and so is its return', async () => {
+    const server = new PrivateRedis(await freePort());
+    await server.start();
+    const l = await openLimiter(loadConfig({ REDIS_URL: server.url }));
+    try {
+      assert.equal(l.degraded, false);
+      await server.stop();
+      assert.ok(await eventually(async () => l.degraded === true), 'the limiter says Redis is gone');
+      await server.start();
+      assert.ok(await eventually(async () => l.degraded === false), 'the limiter says Redis is back');
+    } finally {
+      await l.close();
+      await server.stop();
     }
   });
 });

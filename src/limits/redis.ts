@@ -52,6 +52,11 @@ export interface RedisLimiterOptions {
   retryMs?: number;
   /** The clock (ms); `Date.now` by default. */
   now?: () => number;
+  /**
+   * Whether the client is connected now: while it is not, the limiter is degraded (its requests
+   * would fall back), which its health says without waiting for a request to find it out.
+   */
+  connected?: () => boolean;
 }
 
 /**
@@ -171,7 +176,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   get degraded(): boolean {
-    return this.fellBack;
+    return this.fellBack || this.opts.connected?.() === false;
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as nextPass, setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
@@ -332,6 +332,12 @@ export function isSqliteUnavailable(err: unknown): boolean {
  */
 const isLockBusy = (err: unknown): boolean => err instanceof Database.SqliteError && /^SQLITE_BUSY(_|$)/.test(err.code);
 
+/** What tells a file from another put at its path: its device and inode. */
+function fileId(file: string): { dev: number; ino: number } {
+  const { dev, ino } = statSync(file);
+  return { dev, ino };
+}
+
 /** How long a write waits, in all, for another process to release the write lock before it fails. */
 const LOCK_WAIT_MS = 5000;
 /**
@@ -416,10 +422,13 @@ export class SqliteStore implements Store {
   private readonly deleteBatch: number;
   /** The file whose lock a process holds while it removes deleted accounts' rows; null in memory. */
   private readonly purgeLockFile: string | null;
+  /** The database file as opened (its device and inode); null in memory. */
+  private readonly file: { path: string; dev: number; ino: number } | null;
 
   constructor(file: string, opts: SqliteOptions = {}) {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
+    this.file = file === ':memory:' ? null : { path: file, ...fileId(file) };
     this.purgeLockFile = file === ':memory:' ? null : `${file}.purge-lock`;
     this.deleteBatch = opts.deleteBatch ?? DELETE_BATCH;
     this.lockWaitMs = opts.lockWaitMs ?? LOCK_WAIT_MS;
@@ -508,8 +517,27 @@ export class SqliteStore implements Store {
     return changed;
   }
 
-  /** Whether the last write failed for want of the database (disk full, read-only, lock held): reads go on. */
-  writesFailing = false;
+  /** Whether the last write failed for want of the database (disk full, read-only, lock held). */
+  private failing = false;
+
+  /**
+   * Whether writes fail for want of the database: the last one did (disk full, read-only, lock
+   * held), or the file at the database's path is no longer the one open. Reads go on.
+   */
+  get writesFailing(): boolean {
+    return this.failing || this.fileReplaced();
+  }
+
+  /**
+   * Whether the database file was removed, or replaced by another, while open (a data directory
+   * emptied beside the server). SQLite goes on writing to the file it has open, which no later
+   * start reads: what it acknowledged would be lost.
+   */
+  private fileReplaced(): boolean {
+    if (!this.file) return false;
+    const now = statSync(this.file.path, { throwIfNoEntry: false });
+    return !now || now.dev !== this.file.dev || now.ino !== this.file.ino;
+  }
 
   /**
    * Runs `attempt`, one whole write (a transaction or a single statement, with whatever must
@@ -519,15 +547,22 @@ export class SqliteStore implements Store {
    * `deadline()` (ms since the epoch; LOCK_WAIT_MS from now unless given) has passed.
    */
   private async write<T>(attempt: () => T, deadline: () => number = fixedDeadline(Date.now() + this.lockWaitMs)): Promise<T> {
+    if (this.fileReplaced()) {
+      this.failing = true;
+      throw new Database.SqliteError(
+        `the database file ${this.file?.path} was removed or replaced while open; restart the server to open it again`,
+        'SQLITE_READONLY_DBMOVED',
+      );
+    }
     for (let tries = 0; ; tries++) {
       try {
         const done = attempt();
-        this.writesFailing = false;
+        this.failing = false;
         return done;
       } catch (err) {
         const left = deadline() - Date.now();
         if (!isLockBusy(err) || left <= 0) {
-          if (isSqliteUnavailable(err)) this.writesFailing = true;
+          if (isSqliteUnavailable(err)) this.failing = true;
           throw err;
         }
         await sleep(Math.min(retryPause(tries), left));
@@ -838,7 +873,9 @@ export class SqliteStore implements Store {
    * LOCK_WAIT_MS is refused with the lock's error. Each resolves only after the commit.
    */
   private async flushPuts(): Promise<void> {
-    let batch: PendingPut[] = [];
+    // Taken now, not at the first attempt: a write refused before any attempt refuses them too.
+    let batch: PendingPut[] = this.pending;
+    this.pending = [];
     let busy: unknown = null;
     // Whether stores were refused for the lock, and none committed since.
     let refused = false;
@@ -871,7 +908,7 @@ export class SqliteStore implements Store {
     const deadline = () => Math.max(...batch.map((p) => p.deadline), ...this.pending.map((p) => p.deadline));
     try {
       await this.write(attempt, deadline);
-      if (refused) this.writesFailing = true;
+      if (refused) this.failing = true;
     } catch (err) {
       for (const p of batch) p.reject(err);
     }
