@@ -122,9 +122,10 @@ function takeNodeSnapshotDir(config: Config, log: RuntimeLog | undefined): DataD
 
 /**
  * Redis-backed limits shared by all nodes when REDIS_URL is set; in-process otherwise. Resolves
- * once Redis is connected, or its connect timeout has passed (the limiter then starts on per-node
- * buckets): a node's first requests are not counted in buckets of their own, nor logged as an
- * outage, for want of a connection still being made.
+ * once Redis is connected: a node's first requests are not counted in buckets of their own, nor
+ * logged as an outage, for want of a connection still being made. When the connection fails, or
+ * its connect timeout passes, the limiter starts on per-node buckets: an outage from the start,
+ * logged and in the health bodies at once, not only once a request has asked Redis.
  */
 export async function openLimiter(config: Config, log?: RuntimeLog): Promise<RateLimiter> {
   if (!config.redisUrl) return new MemoryRateLimiter();
@@ -138,12 +139,18 @@ export async function openLimiter(config: Config, log?: RuntimeLog): Promise<Rat
   });
   // Errors are answered by the limiter's fallback; the client reconnects by itself.
   redis.on('error', () => undefined);
-  await waitAtMost(connectTimeout, (signal) => once(redis, 'ready', { signal }));
+  let refused: unknown;
+  await waitAtMost(connectTimeout, (signal) =>
+    once(redis, 'ready', { signal }).catch((err: unknown) => {
+      if (!signal.aborted) refused = err;
+    }),
+  );
+  const downAtStart = redis.status === 'ready' ? undefined : (refused ?? new Error(`no connection to Redis within ${connectTimeout} ms`));
   const onFallback = (err: unknown) =>
     log?.warn({ err }, 'Redis (REDIS_URL) does not answer: each node now applies the rate limits on its own traffic until it is back');
   const onRecover = () => log?.info({}, 'Redis (REDIS_URL) answers again: rate limits are shared by all nodes again');
   const connected = () => redis.status === 'ready';
-  return new RedisRateLimiter(redis, { prefix: config.redisPrefix, onFallback, onRecover, connected }, async () => {
+  return new RedisRateLimiter(redis, { prefix: config.redisPrefix, onFallback, onRecover, connected, downAtStart }, async () => {
     redis.disconnect();
   });
 }

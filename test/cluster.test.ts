@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, user, type TestApp } from './helpers.ts';
-import { runCli } from './process.ts';
+import { api, runCli, startServerProcess } from './process.ts';
 import { eventually, freshSchema, serviceUrl, skipReason, uniquePrefix } from './services.ts';
 
 const skip = skipReason('DATABASE_URL') || skipReason('REDIS_URL');
@@ -566,6 +566,93 @@ describe('cluster: a node snapshot and an account deleted while the node was dow
     } finally {
       await a?.close();
       await b.close();
+    }
+  });
+});
+
+describe('cluster: a node that stops in the middle of stores', { skip }, () => {
+  const schema = nodeSchema();
+
+  test("the account's stores on the other nodes wait for one of its transactions, not for each in turn", { timeout: 120_000 }, async () => {
+    // Node A, a process of its own, ends up frozen (SIGSTOP: a paused VM, a network cut) with
+    // one store's transaction holding the account's storage counts and its other stores of
+    // that account queued behind it. PostgreSQL ends the transaction left idle after A's
+    // 1 s query timeout; the stores A had queued must not each take the lock and hold it 1 s more.
+    const app = `reprise-frozen-${uniquePrefix().split(':')[1]}`;
+    const url = new URL(serviceUrl('DATABASE_URL') as string);
+    url.searchParams.set('application_name', app);
+    const a = await startServerProcess({
+      ...nodeEnv(schema),
+      DATABASE_URL: url.href,
+      REPRISE_DATA_DIR: tempDir(),
+      REPRISE_PG_QUERY_TIMEOUT_MS: '1000',
+    });
+    // Node B waits up to 3 s for a query: more than A's one transaction, less than its queue.
+    const b = await startTestApp({
+      config: loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir(), REPRISE_PG_QUERY_TIMEOUT_MS: '3000' }),
+    });
+    // Node C waits as long as A: its store, made as A stops, may wait for the lock longer than that allows.
+    const c = await startTestApp({
+      config: loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir(), REPRISE_PG_QUERY_TIMEOUT_MS: '1000' }),
+    });
+    const watcher = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string });
+    await watcher.connect();
+    let stopped = false;
+    try {
+      const key = await b.key('frozen-writer', 'unlimited');
+      const onA = new Set<number>();
+      const writers = Array.from({ length: 8 }, async (_, w) => {
+        for (let i = 0; !stopped; i++) {
+          const res = await api(a.url, 'POST', '/api/v1/store', key, { messages: [user(`stored on A ${w} ${i}`)], answer: 'A' });
+          onA.add(res.status);
+        }
+      });
+      // Frozen with one transaction idle and at least six stores waiting for its lock.
+      const activity = async () => {
+        const { rows } = await watcher.query(
+          `SELECT count(*) FILTER (WHERE state LIKE 'idle in transaction%') AS idle, count(*) FILTER (WHERE wait_event_type = 'Lock') AS queued
+             FROM pg_stat_activity WHERE application_name = $1`,
+          [app],
+        );
+        return { idle: Number(rows[0].idle), queued: Number(rows[0].queued) };
+      };
+      let frozen = false;
+      for (let i = 0; i < 20 && !frozen; i++) {
+        a.child.kill('SIGCONT');
+        assert.ok(await eventually(async () => (await activity()).queued >= 6), 'node A stores');
+        a.child.kill('SIGSTOP');
+        frozen = await eventually(async () => {
+          const { idle, queued } = await activity();
+          return idle >= 1 && queued >= 6;
+        }, 300);
+      }
+      assert.ok(frozen, 'node A stopped with stores queued behind an open transaction');
+
+      // The account's stores on B while A stays stopped: the first waits for A's one transaction.
+      const onC = c.post('/api/v1/store', { messages: [user('stored on C meanwhile')], answer: 'C' }, key);
+      const answered: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        answered.push((await b.post('/api/v1/store', { messages: [user(`stored on B meanwhile ${i}`)], answer: 'B' }, key)).statusCode);
+      }
+      assert.deepEqual(answered, [200, 200, 200, 200]);
+      // Given up waiting, or let in: a 503 to retry, not an error of the server.
+      const fromC = await onC;
+      assert.ok(fromC.statusCode === 200 || fromC.json().error.code === 'SERVICE_UNAVAILABLE', fromC.body);
+      a.child.kill('SIGCONT');
+      stopped = true;
+      await Promise.all(writers);
+      // A's stores that were let go, or whose transaction was ended, are 503 for its clients to retry.
+      assert.deepEqual([...onA].sort(), [200, 503]);
+      // Node A goes on serving once it runs again.
+      const hit = await api(a.url, 'POST', '/api/v1/check', key, { messages: [user('stored on B meanwhile 3')] });
+      assert.equal(hit.json.answer, 'B');
+    } finally {
+      stopped = true;
+      a.child.kill('SIGCONT');
+      await a.stop();
+      await b.close();
+      await c.close();
+      await watcher.end();
     }
   });
 });

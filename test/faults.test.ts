@@ -9,7 +9,7 @@ import type { Account } from '../src/store/interface.ts';
 import { sqlitePath } from '../src/runtime.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, testConfig, user, type TestApp } from './helpers.ts';
 import { freePort, PrivatePostgres, PrivateRedis } from './private-servers.ts';
-import { eventually } from './services.ts';
+import { eventually, freshSchema, serviceUrl, skipReason, uniquePrefix } from './services.ts';
 
 // These tests start, stop and restart servers of their own on other ports; they need the
 // PostgreSQL binaries and redis-server installed (as on the CI machine), not the shared servers.
@@ -175,6 +175,47 @@ describe('faults: PostgreSQL restarts and Redis goes away during traffic', { ski
       assert.equal((await node.post('/api/v1/check', { messages: [user('before the freeze')] }, key)).json().cache_hit, true);
     },
   );
+});
+
+describe('faults: a node started while Redis is down', { skip: skipReason('DATABASE_URL') }, () => {
+  const { schema, drop } = freshSchema();
+  let redis: PrivateRedis;
+  let node: TestApp;
+  after(async () => {
+    await node?.close().catch(() => undefined);
+    await redis?.stop();
+    await drop();
+  });
+
+  test('is degraded from the start, in its health body and its log, and shares the limits once Redis is up', async () => {
+    redis = new PrivateRedis(await freePort());
+    const warnings: string[] = [];
+    const log = { info: () => undefined, warn: (_obj: object, msg: string) => warnings.push(msg) };
+    node = await startTestApp({
+      config: loadConfig({
+        REPRISE_DATA_DIR: tempDir(),
+        REPRISE_EMBEDDER: 'none',
+        DATABASE_URL: serviceUrl('DATABASE_URL') as string,
+        REPRISE_PG_SCHEMA: schema,
+        REDIS_URL: redis.url,
+        REPRISE_REDIS_PREFIX: uniquePrefix(),
+      }),
+      runtime: { log },
+    });
+    // Before any request has asked Redis: a load balancer or an operator reading the health body
+    // learns that the limits are per node.
+    const health = await node.get('/healthz');
+    assert.equal(health.statusCode, 200);
+    assert.equal(health.json().checks.limiter, 'degraded');
+    assert.equal(warnings.filter((m) => /REDIS_URL/.test(m)).length, 1, 'the outage is logged once, at start');
+    await redis.start();
+    // With no request coming, the node finds Redis again by itself.
+    assert.ok(await eventually(async () => (await node.get('/healthz')).json().checks.limiter === 'ok'));
+    const key = await node.key('after-redis-came', 'pro');
+    const res = await node.get('/api/v1/usage', key);
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers['x-ratelimit-remaining'], '999');
+  });
 });
 
 describe('faults: PostgreSQL stops answering during a semantic check', { skip }, () => {

@@ -57,6 +57,11 @@ export interface RedisLimiterOptions {
    * would fall back), which its health says without waiting for a request to find it out.
    */
   connected?: () => boolean;
+  /**
+   * Redis did not answer when the node started (why): the limiter starts on the per-node buckets,
+   * an outage from the start (`onFallback` is called at once) that ends when Redis answers.
+   */
+  downAtStart?: unknown;
 }
 
 /**
@@ -95,6 +100,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.prefix = opts.prefix ?? 'reprise:';
     this.retryMs = opts.retryMs ?? 1000;
     this.now = opts.now ?? Date.now;
+    if (opts.downAtStart !== undefined) this.failed(++this.calls, opts.downAtStart);
   }
 
   private async run(key: string, rule: BucketRule, cost: number): Promise<[number, string, number]> {
