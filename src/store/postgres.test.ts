@@ -425,6 +425,18 @@ describe('PostgreSQL store in a schema named with a reserved word', { skip: skip
 describe('PostgreSQL deletion of an account beside other accounts', { skip: skipReason('DATABASE_URL') }, () => {
   const db = storeBeside({ queryTimeoutMs: 2000 });
 
+  /**
+   * Whether a deletion waits for the entry the second connection holds. Read in that connection's
+   * open transaction, pg_stat_activity would answer as at its first read in it, every time.
+   */
+  const deletionWaits = async (): Promise<boolean> => {
+    await db.client.query('SELECT pg_stat_clear_snapshot()');
+    const { rows } = await db.client.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM entries%'`,
+    );
+    return (rows[0] as { n: number }).n > 0;
+  };
+
   test("while its entries are being deleted, another account's stores, key revocations and settings go through", async () => {
     const gone = await db.store.createAccount('pg-deleted', 'pro');
     const kept = await db.store.createAccount('pg-kept', 'pro');
@@ -436,13 +448,7 @@ describe('PostgreSQL deletion of an account beside other accounts', { skip: skip
     await db.client.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [gone.id]);
     const deleting = db.store.deleteAccount(gone.id);
     try {
-      const waiting = async () =>
-        (
-          await db.client.query(
-            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM entries%'`,
-          )
-        ).rows[0].n > 0;
-      assert.ok(await eventually(waiting), 'the deletion waits for the entry');
+      assert.ok(await eventually(deletionWaits), 'the deletion waits for the entry');
       assert.ok(await db.store.putEntry(entry(kept.id, { exactHash: 'meanwhile' })));
       assert.equal((await db.store.updateAccount(kept.id, { defaultThreshold: 0.9 }))?.defaultThreshold, 0.9);
       assert.ok((await db.store.revokeKey(key.id))?.revokedAt);
