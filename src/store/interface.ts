@@ -226,7 +226,9 @@ export interface Store {
    * served nor counted from then on. The embedded store removes their rows afterwards, in short
    * transactions (`purgeDeletedAccounts`); PostgreSQL in the same transaction. Null when there is
    * no such account. Writes that come for it afterwards (counters of requests let in before, a
-   * store under way) are dropped or refused (`AccountGoneError`), not written.
+   * store under way) are dropped or refused (`AccountGoneError`), not written. Counters that come
+   * for it while it is being deleted are dropped too, without waiting for it: they come in one
+   * batch with other accounts' counters, which are written.
    */
   deleteAccount(id: string): Promise<AccountDeletion | null>;
   /**
@@ -277,7 +279,7 @@ export interface Store {
    * expired entry is none (as for `getEntry`): it is left to `deleteExpired`.
    */
   deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null>;
-  /** Adds hits to entries: usage_count += n, last_hit_at = at. */
+  /** Adds hits to entries: usage_count += n, last_hit_at = at; those of an account deleted, or being deleted, are dropped. */
   recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void>;
   /**
    * Deletes up to `limit` entries whose expires_at is at or before `now` (of one account, with
@@ -327,7 +329,7 @@ export interface Store {
    */
   alone?<T>(name: string, fn: () => Promise<T>): Promise<T | null>;
 
-  /** Adds counters to hourly buckets (creating them); those of an account deleted meanwhile are dropped. */
+  /** Adds counters to hourly buckets (creating them); those of an account deleted meanwhile, or being deleted, are dropped. */
   addUsage(rows: readonly UsageRow[]): Promise<void>;
 
   createSession(session: Session): Promise<void>;

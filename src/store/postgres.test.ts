@@ -5,7 +5,7 @@ import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/serv
 import { bytesOf, entry, storeConformance } from './conformance.ts';
 import type { Account, Entry } from './interface.ts';
 import { CHANGES_KEPT_DAYS, PostgresStore } from './postgres.ts';
-import { emptyDelta } from '../cache/usage.ts';
+import { emptyDelta, UsageRecorder } from '../cache/usage.ts';
 
 /**
  * A store in a schema of its own and a second connection to that schema (another node, or an
@@ -458,5 +458,45 @@ describe('PostgreSQL deletion of an account beside other accounts', { skip: skip
     assert.equal((await deleting)?.entries, 1);
     assert.equal(await db.store.getAccount(gone.id), null);
     assert.equal((await db.store.getEntryByHash(kept.id, 'meanwhile'))?.accountId, kept.id);
+  });
+
+  test("while it is being deleted, another account's counts are written and read back at once, and the deleted one's are dropped", async () => {
+    const gone = await db.store.createAccount('pg-counted-gone', 'pro');
+    const kept = await db.store.createAccount('pg-counted-kept', 'pro');
+    const goneEntry = await db.store.putEntry(entry(gone.id, { exactHash: 'held' }));
+    const keptEntry = await db.store.putEntry(entry(kept.id, { exactHash: 'hit' }));
+    const goneKey = await db.store.createKey({ accountId: gone.id, name: null, prefix: 'rp_x', secretHash: 'hash-pg-counted-gone' });
+    const keptKey = await db.store.createKey({ accountId: kept.id, name: null, prefix: 'rp_x', secretHash: 'hash-pg-counted-kept' });
+    // One node's batch of counts holds those of both accounts: requests served in the same second.
+    const recorder = new UsageRecorder(db.store, 60_000);
+    for (const [account, e, key] of [
+      [gone, goneEntry, goneKey],
+      [kept, keptEntry, keptKey],
+    ] as const) {
+      recorder.count(account.id, { requests: 2, exactHits: 1, stores: 1 });
+      recorder.hit(e.id, e.createdAt, 3);
+      recorder.keyUsed(key.id);
+    }
+    // A deletion that takes long, holding the account from its start (see the test before).
+    await db.client.query('BEGIN');
+    await db.client.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [gone.id]);
+    const deleting = db.store.deleteAccount(gone.id);
+    try {
+      assert.ok(await eventually(deletionWaits), 'the deletion waits for the entry');
+      await recorder.flush();
+      const [usage] = await recorder.read(kept.id);
+      assert.deepEqual([usage?.requests, usage?.exactHits, usage?.stores], [2, 1, 1]);
+      assert.equal((await db.store.getEntry(kept.id, keptEntry.publicId))?.usageCount, 1);
+      assert.ok((await db.store.listKeys(kept.id))[0]?.lastUsedAt);
+    } finally {
+      await db.client.query('COMMIT');
+    }
+    assert.equal((await deleting)?.entries, 1);
+    // Nothing of the deleted account's counts is left to write, nor written.
+    await recorder.flush();
+    assert.deepEqual(await db.store.getUsage(gone.id, {}), []);
+    const again = await db.store.createAccount('pg-counted-gone', 'pro');
+    assert.deepEqual(await recorder.read(again.id), []);
+    assert.equal((await recorder.read(kept.id))[0]?.requests, 2);
   });
 });

@@ -255,6 +255,19 @@ function inLockOrder<T>(items: readonly T[], key: (item: T) => string | number):
   });
 }
 
+/**
+ * The accounts among those `ids` (a query of account ids) that exist and are not being deleted,
+ * locked against their deletion until the transaction ends. A deletion (`deleteAccount`) locks its
+ * account first and holds it until it commits, for as long as its entries take (some 20 s for
+ * 250,000): a node's batch of counters, which holds every account's counts of its last second,
+ * would wait for it as long, and the node's usage reads behind the batch. The batch leaves out the
+ * counts of an account being deleted instead (it is going away; were the deletion to fail, they
+ * would be lost), and keeps those of the others. Nothing the service does but a deletion locks an
+ * account's row so: stores (their foreign key checks) and changes of settings do not (a change of
+ * its name by hand in psql would, for as long as its transaction).
+ */
+const liveAccounts = (ids: string): string => `SELECT id FROM accounts WHERE id IN (${ids}) FOR KEY SHARE SKIP LOCKED`;
+
 const num = (v: unknown): number => (typeof v === 'string' ? Number(v) : (v as number));
 const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 
@@ -526,8 +539,9 @@ export class PostgresStore implements Store {
 
   async deleteAccount(id: string): Promise<AccountDeletion | null> {
     return this.tx(async (c) => {
-      // Locked first: a store or a batch of counters for the account that comes meanwhile waits
-      // for this transaction (its foreign key check, the lock `addUsage` takes), then finds it gone.
+      // Locked first: a store for the account that comes meanwhile waits for this transaction (its
+      // foreign key check), then finds it gone. A node's batch of counters, which holds every
+      // account's counts of a second, does not wait: it leaves out the account's (`liveAccounts`).
       // Its statements may take long (LONG_QUERY_TIMEOUT_MS), and so may their waits for locks.
       await c.query('SET LOCAL lock_timeout = 0');
       const { rows } = await c.query('SELECT * FROM accounts WHERE id = $1 FOR UPDATE', [id]);
@@ -624,6 +638,8 @@ export class PostgresStore implements Store {
   async touchKeys(lastUsed: ReadonlyMap<string, string>): Promise<void> {
     if (lastUsed.size === 0) return;
     const ids = inLockOrder([...lastUsed.keys()], (id) => id);
+    // A key of an account being deleted is waited for only a moment: the deletion deletes the
+    // keys last, just before it commits (see deleteAccount).
     await this.counterQuery(
       `UPDATE api_keys k SET last_used_at = u.at FROM unnest($1::text[], $2::text[]) AS u(id, at)
         WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
@@ -784,11 +800,14 @@ export class PostgresStore implements Store {
   async recordHits(hits: ReadonlyMap<number, HitDelta>): Promise<void> {
     if (hits.size === 0) return;
     const ids = inLockOrder([...hits.keys()], (id) => id);
+    // The entries of an account being deleted are left alone: the deletion holds them.
     await this.counterQuery(
-      `UPDATE entries e SET usage_count = e.usage_count + h.n, last_hit_at = GREATEST(COALESCE(e.last_hit_at, ''), h.at),
+      `WITH h AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::float8[], $5::text[]) AS h(id, n, at, ms, created)),
+            live AS MATERIALIZED (${liveAccounts('SELECT e.account_id FROM entries e JOIN h ON e.id = h.id')})
+       UPDATE entries e SET usage_count = e.usage_count + h.n, last_hit_at = GREATEST(COALESCE(e.last_hit_at, ''), h.at),
               lookup_ms_total = e.lookup_ms_total + h.ms
-         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::float8[], $5::text[]) AS h(id, n, at, ms, created)
-        WHERE e.id = h.id AND e.created_at = h.created`,
+         FROM h, live
+        WHERE e.id = h.id AND e.created_at = h.created AND e.account_id = live.id`,
       [
         ids,
         ids.map((id) => hits.get(id)?.count ?? 0),
@@ -990,7 +1009,8 @@ export class PostgresStore implements Store {
     const rows = inLockOrder(batch, (r) => `${r.accountId}\u0000${r.bucket}`);
     // Only for accounts that exist, locked against their deletion (`deleteAccount`) until this
     // commits: counts of requests let in before an account was deleted, written after, would
-    // bring back its usage. The rows are written in the order given.
+    // bring back its usage. Those of an account being deleted are dropped (`liveAccounts`). The
+    // rows are written in the order given.
     await this.counterQuery(
       `INSERT INTO usage (account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores)
        SELECT u.account_id, u.bucket, u.requests, u.exact_hits, u.semantic_hits, u.lookup_ms_total, u.tokens_saved, u.cost_saved, u.stores
@@ -998,7 +1018,7 @@ export class PostgresStore implements Store {
               WITH ORDINALITY AS u(account_id, bucket, requests, exact_hits, semantic_hits, lookup_ms_total, tokens_saved, cost_saved, stores, ord)
          JOIN accounts a ON a.id = u.account_id
         ORDER BY u.ord
-          FOR KEY SHARE OF a
+          FOR KEY SHARE OF a SKIP LOCKED
        ON CONFLICT (account_id, bucket) DO UPDATE SET
          requests = usage.requests + excluded.requests, exact_hits = usage.exact_hits + excluded.exact_hits,
          semantic_hits = usage.semantic_hits + excluded.semantic_hits, lookup_ms_total = usage.lookup_ms_total + excluded.lookup_ms_total,
