@@ -499,4 +499,29 @@ describe('PostgreSQL deletion of an account beside other accounts', { skip: skip
     assert.deepEqual(await recorder.read(again.id), []);
     assert.equal((await recorder.read(kept.id))[0]?.requests, 2);
   });
+
+  test("while it is being deleted, the expiry sweep removes other accounts' expired entries and leaves its own to the deletion", async () => {
+    const gone = await db.store.createAccount('pg-swept-gone', 'pro');
+    const kept = await db.store.createAccount('pg-swept-kept', 'pro');
+    const past = '2020-01-01T00:00:00.000Z';
+    // The entry the deletion waits for first, then one it has not come to yet.
+    const held = await db.store.putEntry(entry(gone.id, { exactHash: 'held', expiresAt: past }));
+    await db.store.putEntry(entry(gone.id, { exactHash: 'later', expiresAt: past }));
+    const expired = await db.store.putEntry(entry(kept.id, { exactHash: 'expired', expiresAt: past }));
+    await db.client.query('BEGIN');
+    await db.client.query('SELECT 1 FROM entries WHERE id = $1 FOR UPDATE', [held.id]);
+    const deleting = db.store.deleteAccount(gone.id);
+    try {
+      assert.ok(await eventually(deletionWaits), 'the deletion waits for the entry');
+      const swept = await db.store.deleteExpired(new Date().toISOString(), 100);
+      assert.deepEqual(
+        swept.map((g) => [g.id, g.accountId]),
+        [[expired.id, kept.id]],
+      );
+    } finally {
+      await db.client.query('COMMIT');
+    }
+    assert.equal((await deleting)?.entries, 2);
+    assert.deepEqual(await db.store.deleteExpired(new Date().toISOString(), 100), []);
+  });
 });

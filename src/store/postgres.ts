@@ -823,11 +823,17 @@ export class PostgresStore implements Store {
       // The entries first (those no other writer holds), then their accounts' rows of
       // account_storage in one order, which the delete's trigger updates: every writer locks an
       // entry before its account's row, and two sweeps (two nodes) lock the rows of the same
-      // accounts in the same order, so none waits for another in the opposite order.
+      // accounts in the same order, so none waits for another in the opposite order. The entries
+      // of an account being deleted are left to its deletion (as in `liveAccounts`): it holds its
+      // row of account_storage from its start, and a sweep that took some of them waited for it
+      // until it failed (lock_timeout), with every other account's expired entries of its batch;
+      // meanwhile the deletion, come to the entries the sweep held, waited for the sweep (a
+      // deadlock, which PostgreSQL ends by failing one of the two: the deletion, too).
       const doomed = (
         await c.query(
-          `SELECT id, account_id FROM entries WHERE expires_at IS NOT NULL AND expires_at <= $1 AND ($3::text IS NULL OR account_id = $3)
-            LIMIT $2 FOR UPDATE SKIP LOCKED`,
+          `SELECT e.id, e.account_id FROM entries e JOIN accounts a ON a.id = e.account_id
+            WHERE e.expires_at IS NOT NULL AND e.expires_at <= $1 AND ($3::text IS NULL OR e.account_id = $3)
+            LIMIT $2 FOR UPDATE OF e SKIP LOCKED FOR KEY SHARE OF a SKIP LOCKED`,
           [now, limit, accountId ?? null],
         )
       ).rows as Row[];
