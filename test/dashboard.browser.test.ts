@@ -227,4 +227,27 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.ok(!(await toast.isVisible()) || (await toast.innerText()) !== 'Entry deleted', 'no "Entry deleted" for an entry still cached');
     assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_hit, true);
   });
+
+  test('with the keyboard alone an entry is opened, read and deleted; focus goes to the entry opened', async () => {
+    const key = await accountWithPassword('keyboard-only');
+    const messages = [{ role: 'user', content: 'Can I open this without a mouse?' }];
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'With Tab and Enter.' });
+    await signIn('keyboard-only');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable').waitFor();
+    await page.focus('#search');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Can I open this without a mouse?');
+    await page.keyboard.press('Enter');
+    await page.locator('#entry .msg.answer', { hasText: 'With Tab and Enter.' }).waitFor();
+    assert.equal(await page.evaluate(() => document.querySelector('#entry')?.contains(document.activeElement)), true);
+    // On to the Delete button, as far as it is.
+    for (let i = 0; i < 20 && (await page.evaluate(() => document.activeElement?.id)) !== 'delete-entry'; i++)
+      await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.locator('#entries-table td', { hasText: 'Nothing cached yet' }).waitFor();
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_hit, false);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

@@ -218,7 +218,7 @@
       ? r.data
           .map(
             (e) =>
-              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
+              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}"><button type="button" class="open-entry">${esc(e.question)}</button></td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
           )
           .join('')
       : `<tr><td colspan="4" class="muted">${state.q ? 'No entries match this search.' : 'Nothing cached yet: store answers through the API.'}</td></tr>`;
@@ -232,13 +232,16 @@
     const e = await api(`/entries/${id}`);
     const msgs = e.messages.map((m) => `<div class="msg"><span class="role">${esc(m.role)}</span>${esc(m.content)}</div>`).join('');
     const panel = $('#entry');
-    panel.innerHTML = `<h3>Entry ${e.id}</h3>
+    panel.innerHTML = `<h3 tabindex="-1">Entry ${e.id}</h3>
       <div class="meta"><span>Model</span><b>${esc(e.model)}</b><span>Tokens</span><b>${fmtInt(e.tokens)}</b><span>Hits</span><b>${fmtInt(e.usage_count)}</b>
       <span>Cached</span><b>${fmtDate(e.created_at)}</b><span>Last hit</span><b>${fmtDate(e.last_hit_at)}</b><span>Expires</span><b>${e.expires_at ? fmtDate(e.expires_at) : 'never'}</b>${e.namespace ? `<span>Namespace</span><b>${esc(e.namespace)}</b>` : ''}</div>
       ${msgs}<div class="msg answer"><span class="role">cached answer</span>${esc(e.answer)}</div>
       <div><button class="danger" id="delete-entry" data-id="${e.id}">Delete entry</button></div>`;
     panel.hidden = false;
     for (const tr of document.querySelectorAll('#entries-table tbody tr')) tr.classList.toggle('selected', Number(tr.dataset.id) === id);
+    // To the entry opened: read next with the keyboard or a screen reader, and in view where it
+    // is below the list (a narrow window).
+    panel.querySelector('h3').focus();
   }
 
   // ---- Settings ----
@@ -350,6 +353,8 @@
     state.selected = null;
     toast('Entry deleted');
     await loadEntries();
+    // The button pressed is gone: back to the list.
+    ($('#entries-table .open-entry') ?? $('#search')).focus();
   });
   $('#settings-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
