@@ -250,4 +250,38 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('in a phone-sized window no tab is wider than the screen', async () => {
+    const key = await accountWithPassword('on-a-phone');
+    await api(server.url, 'POST', '/api/v1/store', key, {
+      messages: [{ role: 'user', content: 'A question long enough to be cut short in the list of entries' }],
+      answer: 'Yes.',
+      model: 'gpt-4o-mini',
+    });
+    await api(server.url, 'POST', '/api/v1/check', key, {
+      messages: [{ role: 'user', content: 'A question long enough to be cut short in the list of entries' }],
+    });
+    const phone = await browser.newPage({ viewport: { width: 375, height: 740 } });
+    try {
+      await phone.goto(`${server.url}/dashboard`);
+      await phone.fill('#login-account', 'on-a-phone');
+      await phone.fill('#login-password', 'correct horse battery');
+      await phone.click('#login-form button[type=submit]');
+      await phone.locator('#top-entries td', { hasText: 'A question long enough' }).waitFor();
+      const width = () => phone.evaluate(() => document.documentElement.scrollWidth);
+      assert.equal(await width(), 375, 'usage');
+      await phone.click('button[data-tab=keys]');
+      await phone.locator('#keys-table button.revoke').waitFor();
+      assert.equal(await width(), 375, 'keys');
+      await phone.click('button[data-tab=entries]');
+      await phone.locator('#entries-table tr.clickable').click();
+      await phone.locator('#entry .msg.answer').waitFor();
+      assert.equal(await width(), 375, 'entries');
+      await phone.screenshot({ path: path.join(ARTIFACTS, 'dashboard-phone-entries.png'), fullPage: true });
+      await phone.click('button[data-tab=settings]');
+      assert.equal(await width(), 375, 'settings');
+    } finally {
+      await phone.close();
+    }
+  });
 });

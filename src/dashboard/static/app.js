@@ -94,7 +94,8 @@
       el.innerHTML = '<div class="empty">No requests yet in this period.<br>Checks and stores through the API appear here.</div>';
       return;
     }
-    const width = Math.max(320, el.clientWidth || 520);
+    // As wide as its card, on a phone too.
+    const width = Math.max(200, el.clientWidth || 520);
     const plot = new uPlot(
       {
         width,
