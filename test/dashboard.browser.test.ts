@@ -284,4 +284,43 @@ describe('dashboard in a real browser', { skip }, () => {
       await phone.close();
     }
   });
+
+  test('the server stopped while the page is open: actions say it cannot be reached, and nothing is taken as done', async () => {
+    const ownDir = tempDir('reprise-dash-stopped-');
+    const ownEnv = { REPRISE_DATA_DIR: ownDir, REPRISE_EMBEDDER: 'none' };
+    const created = await runCli(['keys', 'create', '--account', 'stopped', '--json'], ownEnv);
+    assert.equal(created.code, 0, created.stderr);
+    const pw = await runCli(['accounts', 'set-password', 'stopped', '--password-stdin'], ownEnv, 'correct horse battery\n');
+    assert.equal(pw.code, 0, pw.stderr);
+    const own = await startServerProcess(ownEnv);
+    const errors: string[] = [];
+    const tab = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    tab.on('pageerror', (e) => errors.push(e.message));
+    try {
+      const key = (JSON.parse(created.stdout) as { key: string }).key;
+      for (let i = 0; i < 25; i++) {
+        await api(own.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: `question ${i}` }], answer: `answer ${i}` });
+      }
+      await tab.goto(`${own.url}/dashboard`);
+      await tab.fill('#login-account', 'stopped');
+      await tab.fill('#login-password', 'correct horse battery');
+      await tab.click('#login-form button[type=submit]');
+      await tab.click('button[data-tab=entries]');
+      await tab.locator('#page-info', { hasText: 'Page 1 of 2' }).waitFor();
+      await own.stop();
+
+      await tab.click('#next');
+      await tab.locator('#toast', { hasText: 'Cannot reach the server' }).waitFor();
+      assert.equal(await tab.locator('#page-info').innerText(), 'Page 1 of 2 · 25 entries');
+      // Signing out did not reach the server, which keeps the session: the page says so.
+      await tab.click('#logout');
+      await tab.locator('#toast', { hasText: 'Cannot reach the server' }).waitFor();
+      assert.equal(await tab.locator('#login').isVisible(), false);
+      assert.deepEqual(errors, []);
+    } finally {
+      await tab.close();
+      await own.stop();
+      rmSync(ownDir, { recursive: true, force: true });
+    }
+  });
 });

@@ -28,12 +28,18 @@
   async function api(path, options = {}) {
     const headers = { ...(options.body ? { 'Content-Type': 'application/json' } : {}) };
     if (options.method && options.method !== 'GET' && state.csrf) headers['X-CSRF-Token'] = state.csrf;
-    const res = await fetch(`/dashboard/api${path}`, {
-      credentials: 'same-origin',
-      ...options,
-      headers,
-      body: options.body ? JSON.stringify(options.body) : undefined,
-    });
+    let res;
+    try {
+      res = await fetch(`/dashboard/api${path}`, {
+        credentials: 'same-origin',
+        ...options,
+        headers,
+        body: options.body ? JSON.stringify(options.body) : undefined,
+      });
+    } catch {
+      // No answer at all (the server stopped, the network down): the browser's own message is "Failed to fetch".
+      throw new Error('Cannot reach the server: check that Reprise is running, then try again.');
+    }
     const body = await res.json().catch(() => ({}));
     if (res.status === 401 && path !== '/login') {
       showLogin();
@@ -274,7 +280,13 @@
     }
   });
   $('#logout').addEventListener('click', async () => {
-    await api('/logout', { method: 'POST' }).catch(() => undefined);
+    try {
+      await api('/logout', { method: 'POST' });
+    } catch (e) {
+      // Not signed out unless the server said so: the session would still let anyone at this
+      // browser in.
+      if (e.message !== 'signed out') return toast(e.message);
+    }
     showLogin();
   });
   for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => switchTab(b.dataset.tab));
@@ -328,14 +340,19 @@
     state.page = 1;
     loadEntries().catch((e) => toast(e.message));
   });
-  $('#prev').addEventListener('click', () => {
-    state.page = Math.max(1, state.page - 1);
-    loadEntries();
-  });
-  $('#next').addEventListener('click', () => {
-    state.page += 1;
-    loadEntries();
-  });
+  // The page shown stays the current one until the next has come.
+  async function goToPage(page) {
+    const shown = state.page;
+    state.page = page;
+    try {
+      await loadEntries();
+    } catch (e) {
+      state.page = shown;
+      if (e.message !== 'signed out') toast(e.message);
+    }
+  }
+  $('#prev').addEventListener('click', () => goToPage(Math.max(1, state.page - 1)));
+  $('#next').addEventListener('click', () => goToPage(state.page + 1));
   $('#entries-table').addEventListener('click', (ev) => {
     const tr = ev.target.closest('tr.clickable');
     if (tr) showEntry(Number(tr.dataset.id)).catch((e) => toast(e.message));
