@@ -323,4 +323,37 @@ describe('dashboard in a real browser', { skip }, () => {
       rmSync(ownDir, { recursive: true, force: true });
     }
   });
+
+  test('a tab whose session was replaced by a sign-in in another tab still makes changes, as the account signed in', async () => {
+    await accountWithPassword('two-tabs');
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    try {
+      const first = await context.newPage();
+      const second = await context.newPage();
+      first.on('dialog', (d) => void d.accept());
+      for (const tab of [first, second]) {
+        await tab.goto(`${server.url}/dashboard`);
+        if (await tab.locator('#login-form').isVisible()) {
+          await tab.fill('#login-account', 'two-tabs');
+          await tab.fill('#login-password', 'correct horse battery');
+          await tab.click('#login-form button[type=submit]');
+        }
+        await tab.locator('#tab-usage').waitFor();
+      }
+      // The second tab signs out and in again: the browser's cookie is now a new session's.
+      await second.click('#logout');
+      await second.fill('#login-account', 'two-tabs');
+      await second.fill('#login-password', 'correct horse battery');
+      await second.click('#login-form button[type=submit]');
+      await second.locator('#tab-usage').waitFor();
+
+      await first.click('button[data-tab=keys]');
+      await first.fill('#key-name', 'made in the first tab');
+      await first.click('#generate-key');
+      await first.locator('#keys-table td', { hasText: 'made in the first tab' }).waitFor();
+      assert.match(await first.locator('#new-key-value').innerText(), /^rp_live_/);
+    } finally {
+      await context.close();
+    }
+  });
 });

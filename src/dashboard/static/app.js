@@ -25,7 +25,7 @@
     toast.timer = setTimeout(() => (t.hidden = true), 2600);
   }
 
-  async function api(path, options = {}) {
+  async function api(path, options = {}, again = false) {
     const headers = { ...(options.body ? { 'Content-Type': 'application/json' } : {}) };
     if (options.method && options.method !== 'GET' && state.csrf) headers['X-CSRF-Token'] = state.csrf;
     let res;
@@ -44,6 +44,17 @@
     if (res.status === 401 && path !== '/login') {
       showLogin();
       throw new Error('signed out');
+    }
+    if (res.status === 403 && body?.error?.code === 'FORBIDDEN' && !again) {
+      // Signed in again in another tab: the browser's cookie is that session's, whose CSRF token
+      // this page does not have. Take it, for the account this page shows only.
+      const me = await api('/me');
+      if (me.account.id !== state.account?.id) {
+        signedIn(me);
+        throw new Error(`Signed in as ${me.account.name} in another tab: nothing was changed.`);
+      }
+      state.csrf = me.csrf_token;
+      return api(path, options, true);
     }
     if (!res.ok) throw new Error(body?.error?.message || `Request failed (${res.status})`);
     return body;
