@@ -356,4 +356,30 @@ describe('dashboard in a real browser', { skip }, () => {
       await context.close();
     }
   });
+
+  test('right-to-left questions and answers are shown right to left, their punctuation where it belongs', async () => {
+    const key = await accountWithPassword('right-to-left');
+    const messages = [{ role: 'user', content: 'מה השעה עכשיו?' }];
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'عاصمة فرنسا هي باريس.' });
+    await api(server.url, 'POST', '/api/v1/check', key, { messages });
+    await signIn('right-to-left');
+    const rtl = (selector: string) =>
+      page
+        .locator(selector)
+        .first()
+        .evaluate((el) => el.matches(':dir(rtl)'));
+    await page.locator('#top-entries td', { hasText: 'מה השעה' }).waitFor();
+    assert.equal(await rtl('#top-entries tbody td'), true, 'most reused');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable', { hasText: 'מה השעה' }).click();
+    await page.locator('#entry .msg.answer').waitFor();
+    assert.equal(await rtl('#entries-table .open-entry'), true, 'list');
+    assert.equal(await rtl('#entry .msg [dir=auto]'), true, 'question');
+    assert.equal(await rtl('#entry .msg.answer [dir=auto]'), true, 'answer');
+    // The labels around them stay left to right.
+    assert.equal(await rtl('#entry .msg .role'), false);
+    await shot('right-to-left');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

@@ -197,7 +197,7 @@
       ? top
           .map(
             (e) =>
-              `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`,
+              `<tr><td class="truncate" dir="auto" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`,
           )
           .join('')
       : '<tr><td colspan="3" class="muted">No entry reused yet.</td></tr>';
@@ -206,7 +206,7 @@
       ? slow
           .map(
             (e) =>
-              `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`,
+              `<tr><td class="truncate" dir="auto" title="${esc(e.question)}">${esc(e.question)}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`,
           )
           .join('')
       : '<tr><td colspan="3" class="muted">No hits served yet.</td></tr>';
@@ -220,7 +220,7 @@
           .map(
             (
               k,
-            ) => `<tr data-id="${esc(k.id)}"><td>${esc(k.name || 'Unnamed key')}</td><td><code>${esc(k.prefix)}…</code></td><td>${fmtDate(k.created_at)}</td><td>${k.last_used_at ? fmtDate(k.last_used_at) : '<span class="muted">never</span>'}</td>
+            ) => `<tr data-id="${esc(k.id)}"><td dir="auto">${esc(k.name || 'Unnamed key')}</td><td><code>${esc(k.prefix)}…</code></td><td>${fmtDate(k.created_at)}</td><td>${k.last_used_at ? fmtDate(k.last_used_at) : '<span class="muted">never</span>'}</td>
         <td><span class="status ${k.status}">${k.status === 'active' ? 'Active' : 'Revoked'}</span></td>
         <td class="num">${k.status === 'active' ? `<button class="danger revoke" data-id="${esc(k.id)}">Revoke</button>` : ''}</td></tr>`,
           )
@@ -236,7 +236,7 @@
       ? r.data
           .map(
             (e) =>
-              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}"><button type="button" class="open-entry">${esc(e.question)}</button></td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
+              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}"><button type="button" class="open-entry" dir="auto">${esc(e.question)}</button></td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
           )
           .join('')
       : `<tr><td colspan="4" class="muted">${state.q ? 'No entries match this search.' : 'Nothing cached yet: store answers through the API.'}</td></tr>`;
@@ -245,15 +245,20 @@
     $('#next').disabled = p.page >= p.total_pages;
   }
 
+  // Texts of the account's own (questions, answers, key names) are dir="auto": each is shown in
+  // the direction of its first letter, so that a Hebrew or Arabic one reads right to left with its
+  // punctuation at its end, not at the wrong side.
   async function showEntry(id) {
     state.selected = id;
     const e = await api(`/entries/${id}`);
-    const msgs = e.messages.map((m) => `<div class="msg"><span class="role">${esc(m.role)}</span>${esc(m.content)}</div>`).join('');
+    const msgs = e.messages
+      .map((m) => `<div class="msg"><span class="role">${esc(m.role)}</span><div dir="auto">${esc(m.content)}</div></div>`)
+      .join('');
     const panel = $('#entry');
     panel.innerHTML = `<h3 tabindex="-1">Entry ${e.id}</h3>
       <div class="meta"><span>Model</span><b>${esc(e.model)}</b><span>Tokens</span><b>${fmtInt(e.tokens)}</b><span>Hits</span><b>${fmtInt(e.usage_count)}</b>
       <span>Cached</span><b>${fmtDate(e.created_at)}</b><span>Last hit</span><b>${fmtDate(e.last_hit_at)}</b><span>Expires</span><b>${e.expires_at ? fmtDate(e.expires_at) : 'never'}</b>${e.namespace ? `<span>Namespace</span><b>${esc(e.namespace)}</b>` : ''}</div>
-      ${msgs}<div class="msg answer"><span class="role">cached answer</span>${esc(e.answer)}</div>
+      ${msgs}<div class="msg answer"><span class="role">cached answer</span><div dir="auto">${esc(e.answer)}</div></div>
       <div><button class="danger" id="delete-entry" data-id="${e.id}">Delete entry</button></div>`;
     panel.hidden = false;
     for (const tr of document.querySelectorAll('#entries-table tbody tr')) tr.classList.toggle('selected', Number(tr.dataset.id) === id);
