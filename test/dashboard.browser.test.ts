@@ -382,4 +382,24 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('an entry of 100,000 characters is shown in boxes that scroll, its Delete button near', async () => {
+    const key = await accountWithPassword('long-texts');
+    await api(server.url, 'POST', '/api/v1/store', key, {
+      messages: [{ role: 'user', content: `Long question ${'a'.repeat(99_980)}` }],
+      answer: `Long answer ${'b '.repeat(99_990)}`,
+    });
+    await signIn('long-texts');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable', { hasText: 'Long question' }).click();
+    await page.locator('#entry .msg.answer').waitFor();
+    const panel = await page.locator('#entry').boundingBox();
+    assert.ok(panel && panel.height < 1800, `the entry is ${panel?.height} pixels tall`);
+    // The whole text is there, to scroll through.
+    const answer = page.locator('#entry .msg.answer [dir=auto]');
+    assert.equal((await answer.innerText()).length >= 199_990, true);
+    assert.ok(await answer.evaluate((el) => el.scrollHeight > el.clientHeight));
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });
