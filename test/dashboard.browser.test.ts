@@ -402,4 +402,25 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('what a screen reader is told: the period chosen, which key a Revoke button revokes, what an action did', async () => {
+    await accountWithPassword('screen-reader');
+    await signIn('screen-reader');
+    const pressed = (name: string) => page.getByRole('button', { name, exact: true, pressed: true });
+    await pressed('By hour').waitFor();
+    await page.getByRole('button', { name: 'By day', exact: true }).click();
+    await pressed('By day').waitFor();
+    assert.equal(await pressed('By hour').count(), 0);
+
+    await page.getByRole('tab', { name: 'API Keys' }).click();
+    await page.getByRole('textbox', { name: 'Name' }).fill('read aloud');
+    await page.getByRole('button', { name: 'Generate new key' }).click();
+    await page.locator('#new-key').waitFor();
+    // Focus goes to the key just made, to copy it.
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'copy-key');
+    await page.getByRole('button', { name: 'Revoke read aloud' }).click();
+    await page.getByRole('status').getByText('Key revoked').waitFor();
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

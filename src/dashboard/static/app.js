@@ -222,7 +222,7 @@
               k,
             ) => `<tr data-id="${esc(k.id)}"><td dir="auto">${esc(k.name || 'Unnamed key')}</td><td><code>${esc(k.prefix)}…</code></td><td>${fmtDate(k.created_at)}</td><td>${k.last_used_at ? fmtDate(k.last_used_at) : '<span class="muted">never</span>'}</td>
         <td><span class="status ${k.status}">${k.status === 'active' ? 'Active' : 'Revoked'}</span></td>
-        <td class="num">${k.status === 'active' ? `<button class="danger revoke" data-id="${esc(k.id)}">Revoke</button>` : ''}</td></tr>`,
+        <td class="num">${k.status === 'active' ? `<button class="danger revoke" data-id="${esc(k.id)}" aria-label="Revoke ${esc(k.name || 'Unnamed key')}">Revoke</button>` : ''}</td></tr>`,
           )
           .join('')
       : '<tr><td colspan="6" class="muted">No keys yet.</td></tr>';
@@ -309,7 +309,10 @@
   for (const b of document.querySelectorAll('#granularity button')) {
     b.addEventListener('click', () => {
       state.granularity = b.dataset.g;
-      for (const x of document.querySelectorAll('#granularity button')) x.classList.toggle('on', x === b);
+      for (const x of document.querySelectorAll('#granularity button')) {
+        x.classList.toggle('on', x === b);
+        x.setAttribute('aria-pressed', String(x === b));
+      }
       loadUsage().catch((e) => toast(e.message));
     });
   }
@@ -320,6 +323,7 @@
       $('#new-key-value').textContent = k.key;
       $('#new-key').hidden = false;
       $('#key-name').value = '';
+      $('#copy-key').focus();
       await loadKeys();
     } catch (e) {
       toast(e.message);
