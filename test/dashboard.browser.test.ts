@@ -423,4 +423,18 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('an account of one entry has "1 entry", not "1 entries"', async () => {
+    const key = await accountWithPassword('one-entry');
+    await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: 'The only one' }], answer: 'Alone.' });
+    await signIn('one-entry');
+    const storage = page.locator('.stat', { has: page.locator('.label', { hasText: 'Storage' }) });
+    await storage.locator('.value', { hasText: '1' }).waitFor();
+    assert.match(await storage.locator('.sub').innerText(), /^entry of 10,000,/);
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable').waitFor();
+    assert.equal(await page.locator('#page-info').innerText(), 'Page 1 of 1 · 1 entry');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

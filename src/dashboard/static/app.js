@@ -99,7 +99,7 @@
     const of = (limit, fmt) => (limit === null ? '' : ` of ${fmt(limit)}`);
     const full =
       (s.max_entries !== null && s.entries >= s.max_entries) || (s.max_stored_bytes !== null && s.stored_bytes >= s.max_stored_bytes);
-    const sub = `entries${of(s.max_entries, fmtInt)}, ${fmtBytes(s.stored_bytes)}${of(s.max_stored_bytes, fmtBytes)}`;
+    const sub = `${s.entries === 1 ? 'entry' : 'entries'}${of(s.max_entries, fmtInt)}, ${fmtBytes(s.stored_bytes)}${of(s.max_stored_bytes, fmtBytes)}`;
     return stat(full ? 'Storage (full)' : 'Storage', fmtInt(s.entries), sub);
   }
 
@@ -240,7 +240,7 @@
           )
           .join('')
       : `<tr><td colspan="4" class="muted">${state.q ? 'No entries match this search.' : 'Nothing cached yet: store answers through the API.'}</td></tr>`;
-    $('#page-info').textContent = p.total ? `Page ${p.page} of ${p.total_pages} · ${fmtInt(p.total)} entries` : '0 entries';
+    $('#page-info').textContent = p.total ? `Page ${p.page} of ${p.total_pages} · ${plural(p.total, 'entry', 'entries')}` : '0 entries';
     $('#prev').disabled = p.page <= 1;
     $('#next').disabled = p.page >= p.total_pages;
   }
