@@ -437,4 +437,20 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('a search longer than the server takes cannot be typed: the list never shows an earlier search under it', async () => {
+    const key = await accountWithPassword('long-search');
+    await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: 'findable' }], answer: 'Found.' });
+    await signIn('long-search');
+    await page.click('button[data-tab=entries]');
+    await page.fill('#search', 'findable');
+    await page.press('#search', 'Enter');
+    await page.locator('#page-info', { hasText: '1 entr' }).waitFor();
+    await page.fill('#search', 'y'.repeat(250));
+    await page.press('#search', 'Enter');
+    await page.locator('#entries-table td', { hasText: 'No entries match this search.' }).waitFor();
+    assert.equal((await page.inputValue('#search')).length, 200);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });
