@@ -453,4 +453,23 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('a session that ended while the page was open: the sign-in form says so, and nothing says "signed out" as an error', async () => {
+    await accountWithPassword('session-ended');
+    await signIn('session-ended');
+    await page.click('button[data-tab=keys]');
+    await page.fill('#key-name', 'after the end');
+    const pw = await runCli(['accounts', 'set-password', 'session-ended', '--password-stdin'], env, 'correct horse battery\n');
+    assert.equal(pw.code, 0, pw.stderr);
+    await page.click('#generate-key');
+    await page.locator('#login-error', { hasText: 'Your session has ended: sign in again.' }).waitFor();
+    assert.equal(await page.locator('#toast').isVisible(), false);
+    // Signed in again, the page is back where it was, without the message.
+    await page.fill('#login-password', 'correct horse battery');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#tab-keys').waitFor();
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+    assert.equal(await page.locator('#login-error').isVisible(), false);
+  });
 });

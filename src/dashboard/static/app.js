@@ -25,6 +25,10 @@
     toast.timer = setTimeout(() => (t.hidden = true), 2600);
   }
 
+  // What api() throws when the session has ended: the sign-in form says so, and nothing else need.
+  const SIGNED_OUT = 'signed out';
+  const report = (e) => e.message !== SIGNED_OUT && toast(e.message);
+
   async function api(path, options = {}, again = false) {
     const headers = { ...(options.body ? { 'Content-Type': 'application/json' } : {}) };
     if (options.method && options.method !== 'GET' && state.csrf) headers['X-CSRF-Token'] = state.csrf;
@@ -42,8 +46,9 @@
     }
     const body = await res.json().catch(() => ({}));
     if (res.status === 401 && path !== '/login') {
-      showLogin();
-      throw new Error('signed out');
+      // Signed in until now (not a first visit): the session ended, expired or was signed out.
+      showLogin(state.csrf ? 'Your session has ended: sign in again.' : '');
+      throw new Error(SIGNED_OUT);
     }
     if (res.status === 403 && body?.error?.code === 'FORBIDDEN' && !again) {
       // Signed in again in another tab: the browser's cookie is that session's, whose CSRF token
@@ -60,14 +65,19 @@
     return body;
   }
 
-  function showLogin() {
+  function showLogin(message = '') {
     state.csrf = null;
+    if (message) {
+      $('#login-error').textContent = message;
+      $('#login-error').hidden = false;
+    }
     $('#app').hidden = true;
     $('#login').hidden = false;
     $('#login-account').focus();
   }
 
   function signedIn(me) {
+    $('#login-error').hidden = true;
     state.csrf = me.csrf_token;
     state.account = me.account;
     $('#who-name').textContent = me.account.name;
@@ -83,9 +93,7 @@
     if (location.hash !== `#${tab}`) history.replaceState(null, '', `#${tab}`);
     for (const b of document.querySelectorAll('.tab')) b.setAttribute('aria-selected', String(b.dataset.tab === tab));
     for (const p of document.querySelectorAll('.panel')) p.hidden = p.id !== `tab-${tab}`;
-    ({ usage: loadUsage, keys: loadKeys, entries: loadEntries, settings: loadSettings })
-      [tab]()
-      .catch((e) => e.message !== 'signed out' && toast(e.message));
+    ({ usage: loadUsage, keys: loadKeys, entries: loadEntries, settings: loadSettings })[tab]().catch(report);
   }
 
   // ---- Usage ----
@@ -301,7 +309,7 @@
     } catch (e) {
       // Not signed out unless the server said so: the session would still let anyone at this
       // browser in.
-      if (e.message !== 'signed out') return toast(e.message);
+      if (e.message !== SIGNED_OUT) return toast(e.message);
     }
     showLogin();
   });
@@ -313,7 +321,7 @@
         x.classList.toggle('on', x === b);
         x.setAttribute('aria-pressed', String(x === b));
       }
-      loadUsage().catch((e) => toast(e.message));
+      loadUsage().catch(report);
     });
   }
   $('#key-form').addEventListener('submit', async (ev) => {
@@ -326,7 +334,7 @@
       $('#copy-key').focus();
       await loadKeys();
     } catch (e) {
-      toast(e.message);
+      report(e);
     }
   });
   $('#copy-key').addEventListener('click', async () => {
@@ -348,7 +356,7 @@
       await api(`/keys/${encodeURIComponent(b.dataset.id)}/revoke`, { method: 'POST' });
     } catch (e) {
       // Not revoked: the key still works, and the toast must not say otherwise.
-      if (e.message !== 'signed out') toast(e.message);
+      report(e);
       return;
     }
     toast('Key revoked');
@@ -358,7 +366,7 @@
     ev.preventDefault();
     state.q = $('#search').value.trim();
     state.page = 1;
-    loadEntries().catch((e) => toast(e.message));
+    loadEntries().catch(report);
   });
   // The page shown stays the current one until the next has come.
   async function goToPage(page) {
@@ -368,14 +376,14 @@
       await loadEntries();
     } catch (e) {
       state.page = shown;
-      if (e.message !== 'signed out') toast(e.message);
+      report(e);
     }
   }
   $('#prev').addEventListener('click', () => goToPage(Math.max(1, state.page - 1)));
   $('#next').addEventListener('click', () => goToPage(state.page + 1));
   $('#entries-table').addEventListener('click', (ev) => {
     const tr = ev.target.closest('tr.clickable');
-    if (tr) showEntry(Number(tr.dataset.id)).catch((e) => toast(e.message));
+    if (tr) showEntry(Number(tr.dataset.id)).catch(report);
   });
   $('#entry').addEventListener('click', async (ev) => {
     const b = ev.target.closest('#delete-entry');
@@ -384,7 +392,7 @@
       await api(`/entries/${b.dataset.id}`, { method: 'DELETE' });
     } catch (e) {
       // Not deleted: the entry still matches, and the toast must not say otherwise.
-      if (e.message !== 'signed out') toast(e.message);
+      report(e);
       return;
     }
     $('#entry').hidden = true;
@@ -404,7 +412,7 @@
       state.account = me.account;
       $('#settings-saved').hidden = false;
     } catch (e) {
-      toast(e.message);
+      report(e);
     }
   });
 
