@@ -472,4 +472,24 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.locator('#login-form').waitFor();
     assert.equal(await page.locator('#login-error').isVisible(), false);
   });
+
+  test('the page loads with no error in the console but the 401 that says no one is signed in yet', async () => {
+    const fresh = await browser.newPage();
+    const errors: string[] = [];
+    fresh.on('console', (m) => {
+      if (m.type() === 'error' && !m.location().url.endsWith('/dashboard/api/me')) errors.push(`${m.text()} ${m.location().url}`);
+    });
+    fresh.on('pageerror', (e) => errors.push(e.message));
+    try {
+      await fresh.goto(`${server.url}/dashboard`);
+      await fresh.fill('#login-account', 'acme');
+      await fresh.fill('#login-password', 'correct horse battery');
+      await fresh.click('#login-form button[type=submit]');
+      await fresh.locator('#chart-requests canvas, #chart-requests .empty').first().waitFor();
+      await fresh.locator('#top-entries tbody tr').first().waitFor();
+      assert.deepEqual(errors, []);
+    } finally {
+      await fresh.close();
+    }
+  });
 });
