@@ -492,4 +492,22 @@ describe('dashboard in a real browser', { skip }, () => {
       await fresh.close();
     }
   });
+
+  test('deleting the only entry of the last page shows the page before it, not "Nothing cached yet"', async () => {
+    const key = await accountWithPassword('last-page');
+    for (let i = 0; i < 21; i++) {
+      await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: `entry ${i}` }], answer: `answer ${i}` });
+    }
+    await signIn('last-page');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#page-info', { hasText: 'Page 1 of 2' }).waitFor();
+    await page.click('#next');
+    await page.locator('#page-info', { hasText: 'Page 2 of 2' }).waitFor();
+    await page.locator('#entries-table tr.clickable').click();
+    await page.click('#delete-entry');
+    await page.locator('#page-info', { hasText: 'Page 1 of 1 · 20 entries' }).waitFor();
+    assert.equal(await page.locator('#entries-table tr.clickable').count(), 20);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

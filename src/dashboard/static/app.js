@@ -240,6 +240,11 @@
   async function loadEntries() {
     const r = await api(`/entries?page=${state.page}&per_page=${state.perPage}&q=${encodeURIComponent(state.q)}`);
     const p = r.pagination;
+    // Past the last page (its last entry deleted, here or elsewhere): the last page there is.
+    if (r.data.length === 0 && p.total > 0 && state.page > p.total_pages) {
+      state.page = p.total_pages;
+      return loadEntries();
+    }
     $('#entries-table tbody').innerHTML = r.data.length
       ? r.data
           .map(
