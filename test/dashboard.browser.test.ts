@@ -510,4 +510,26 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('the savings chart of large amounts keeps its labels whole, not cut at its left edge', async () => {
+    const key = await accountWithPassword('large-savings');
+    const messages = [{ role: 'user', content: 'A very long report' }];
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'Done.', model: 'o1-pro', tokens_used: 90_000_000 });
+    await api(server.url, 'POST', '/api/v1/check', key, { messages });
+    await signIn('large-savings');
+    const canvas = page.locator('#chart-savings canvas');
+    await canvas.waitFor();
+    // The labels are drawn on the canvas: a label wider than the axis's room is drawn from before
+    // its left edge, and what is left of it reaches the edge.
+    const inked = await canvas.evaluate((c: HTMLCanvasElement) => {
+      const { data, height } = (c.getContext('2d') as CanvasRenderingContext2D).getImageData(0, 0, 3, c.height);
+      let n = 0;
+      for (let i = 3; i < data.length; i += 4) if ((data[i] as number) > 0) n++;
+      return { n, height };
+    });
+    assert.equal(inked.n, 0, 'no label reaches the left edge of the chart');
+    await page.locator('#chart-savings').screenshot({ path: path.join(ARTIFACTS, 'dashboard-large-savings.png') });
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

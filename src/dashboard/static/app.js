@@ -13,6 +13,13 @@
     while (n >= 1024 && i < units.length - 1) ((n /= 1024), i++);
     return `${i === 0 ? n : Number(n.toFixed(n < 10 ? 1 : 0))}\u00a0${units[i]}`;
   };
+  const fmtUsdShort = new Intl.NumberFormat('en-US', {
+    style: 'currency',
+    currency: 'USD',
+    notation: 'compact',
+    minimumFractionDigits: 0,
+    maximumFractionDigits: 2,
+  });
   const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
   const esc = (s) =>
     String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
@@ -192,10 +199,13 @@
         quiet,
         // From $0, and to a cent at least: nothing saved is a flat line at $0, not a scale to $100.
         range: (_, _min, max) => [0, Math.max(max, 0.01)],
-        // One number of decimals for the whole axis, by its top.
+        // One number of decimals for the whole axis, by its top; from $1,000 in short ($7.5K, $1.5M),
+        // which the axis has room for.
         values: (u, ticks) => {
           const top = Math.max(...ticks);
-          return ticks.map((t) => `$${t.toFixed(top < 1 ? 4 : 2)}`);
+          if (top >= 1000) return ticks.map((t) => fmtUsdShort.format(t));
+          const digits = top < 1 ? 4 : 2;
+          return ticks.map((t) => `$${t.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })}`);
         },
       },
     );
