@@ -532,4 +532,20 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('a large savings figure stays inside its card', async () => {
+    const key = await accountWithPassword('large-savings-figure');
+    const messages = [{ role: 'user', content: 'Another very long report' }];
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'Done.', model: 'o1-pro', tokens_used: 90_000_000 });
+    for (let i = 0; i < 30; i++) await api(server.url, 'POST', '/api/v1/check', key, { messages });
+    await signIn('large-savings-figure');
+    const card = page.locator('.stat', { has: page.locator('.label', { hasText: 'Estimated savings' }) });
+    await card.locator('.value', { hasText: '$1,620,000.00' }).waitFor();
+    const [inner, outer] = [await card.locator('.value').boundingBox(), await card.boundingBox()];
+    assert.ok(inner && outer && inner.x + inner.width <= outer.x + outer.width, 'the figure ends inside the card');
+    const text = await card.locator('.value').evaluate((el) => el.scrollWidth <= el.clientWidth);
+    assert.equal(text, true, 'the figure is not wider than its box');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

@@ -105,7 +105,7 @@
 
   // ---- Usage ----
   function stat(label, value, sub, highlight) {
-    return `<div class="stat${highlight ? ' highlight' : ''}"><div class="label">${esc(label)}</div><div class="value">${esc(value)}</div>${sub ? `<div class="sub">${esc(sub)}</div>` : ''}</div>`;
+    return `<div class="stat${highlight ? ' highlight' : ''}"><div class="label">${esc(label)}</div><div class="value${String(value).length > 9 ? ' long' : ''}">${esc(value)}</div>${sub ? `<div class="sub">${esc(sub)}</div>` : ''}</div>`;
   }
 
   // What the account keeps, against its plan's limits (null: none). At a limit, stores are refused
