@@ -548,4 +548,40 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('pages asked for one after the other are shown in that order, however their answers come', async () => {
+    const key = await accountWithPassword('pages-in-order');
+    for (let i = 0; i < 41; i++) {
+      await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: `entry ${i}` }], answer: `answer ${i}` });
+    }
+    await signIn('pages-in-order');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#page-info', { hasText: 'Page 1 of 3' }).waitFor();
+    // The answer for page 2 is held back until page 3 is shown.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let asked: () => void = () => {};
+    const page2Asked = new Promise<void>((resolve) => (asked = resolve));
+    await page.route('**/dashboard/api/entries?page=2&*', async (route) => {
+      asked();
+      await held;
+      await route.continue();
+    });
+    await page.click('#next');
+    await page2Asked;
+    await page.click('#next');
+    await page.locator('#page-info', { hasText: 'Page 3 of 3' }).waitFor();
+    const answered = page.waitForEvent('requestfinished', (r) => r.url().includes('/dashboard/api/entries?page=2&'));
+    release();
+    await answered;
+    await page.unroute('**/dashboard/api/entries?page=2&*');
+    // A request of the page's own after it, answered: the late answer has been read by then.
+    await page.evaluate(async () => (await fetch('/dashboard/api/me')).json());
+    assert.equal(await page.locator('#page-info').innerText(), 'Page 3 of 3 · 41 entries');
+    assert.equal(await page.locator('#next').isDisabled(), true);
+    await page.click('#prev');
+    await page.locator('#page-info', { hasText: 'Page 2 of 3' }).waitFor();
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

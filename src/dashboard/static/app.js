@@ -147,8 +147,14 @@
     state.charts.push(plot);
   }
 
+  // Answers may come in another order than their requests: only the last one asked of each kind
+  // is shown, not one that came late over it (page 2 over page 3, the hours over the days).
+  const latest = { usage: 0, entries: 0, entry: 0 };
+
   async function loadUsage() {
+    const asked = ++latest.usage;
     const u = await api(`/usage?granularity=${state.granularity}`);
+    if (asked !== latest.usage) return;
     const saved = u.performance.estimated_cost_savings;
     $('#stats').innerHTML = [
       stat('Requests', fmtInt(u.total_requests), plural(u.cache_misses, 'miss', 'misses')),
@@ -211,6 +217,7 @@
     );
     // Entries served at least once: one never hit is not reused, however high it sorts.
     const top = (await api('/entries?order=hits&per_page=5')).data.filter((e) => e.usage_count > 0);
+    if (asked !== latest.usage) return;
     $('#top-entries tbody').innerHTML = top.length
       ? top
           .map(
@@ -220,6 +227,7 @@
           .join('')
       : '<tr><td colspan="3" class="muted">No entry reused yet.</td></tr>';
     const slow = (await api('/entries?order=slowest&per_page=5')).data.filter((e) => e.average_lookup_ms !== null);
+    if (asked !== latest.usage) return;
     $('#slow-entries tbody').innerHTML = slow.length
       ? slow
           .map(
@@ -248,7 +256,9 @@
 
   // ---- Entries ----
   async function loadEntries() {
+    const asked = ++latest.entries;
     const r = await api(`/entries?page=${state.page}&per_page=${state.perPage}&q=${encodeURIComponent(state.q)}`);
+    if (asked !== latest.entries) return;
     const p = r.pagination;
     // Past the last page (its last entry deleted, here or elsewhere): the last page there is.
     if (r.data.length === 0 && p.total > 0 && state.page > p.total_pages) {
@@ -273,7 +283,9 @@
   // punctuation at its end, not at the wrong side.
   async function showEntry(id) {
     state.selected = id;
+    const asked = ++latest.entry;
     const e = await api(`/entries/${id}`);
+    if (asked !== latest.entry) return;
     const msgs = e.messages
       .map((m) => `<div class="msg"><span class="role">${esc(m.role)}</span><div dir="auto">${esc(m.content)}</div></div>`)
       .join('');
