@@ -584,4 +584,31 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('by day, a browser west of Greenwich sees the requests of today on its date (UTC days), not on the day before', async () => {
+    const key = await accountWithPassword('west-of-greenwich');
+    await api(server.url, 'POST', '/api/v1/check', key, { messages: [{ role: 'user', content: 'Asked today' }] });
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, timezoneId: 'America/Los_Angeles' });
+    try {
+      const west = await context.newPage();
+      await west.goto(`${server.url}/dashboard`);
+      await west.fill('#login-account', 'west-of-greenwich');
+      await west.fill('#login-password', 'correct horse battery');
+      await west.click('#login-form button[type=submit]');
+      await west.locator('#chart-requests canvas').waitFor();
+      await west.click('#granularity button[data-g=day]');
+      await west.locator('#granularity button[data-g=day][aria-pressed=true]').waitFor();
+      await west.locator('#chart-requests canvas').waitFor();
+      // The cursor on the last day: the legend names its date.
+      const over = west.locator('#chart-requests .u-over');
+      const box = await over.boundingBox();
+      assert.ok(box);
+      await west.mouse.move(box.x + box.width - 1, box.y + box.height / 2);
+      const time = await west.locator('#chart-requests .u-legend .u-series').first().locator('.u-value').innerText();
+      assert.equal(time, new Date().toISOString().slice(0, 10), 'the UTC day');
+      assert.equal(await west.locator('#chart-requests .u-legend .u-series').nth(1).locator('.u-value').innerText(), '1');
+    } finally {
+      await context.close();
+    }
+  });
 });

@@ -132,7 +132,10 @@
       {
         width,
         height: 220,
-        series: [{}, ...series],
+        // Days are UTC days (as the API counts them), and shown so wherever the browser is: in
+        // its own time, one in Los Angeles saw today's requests on yesterday's afternoon.
+        series: [state.granularity === 'day' ? { value: '{YYYY}-{MM}-{DD}' } : {}, ...series],
+        ...(state.granularity === 'day' ? { tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC') } : {}),
         axes: [
           { stroke: '#6b7385', grid: { stroke: '#eef0f6' } },
           { stroke: '#6b7385', grid: { stroke: '#eef0f6' }, values: opts.values, size: 72 },
