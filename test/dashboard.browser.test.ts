@@ -611,4 +611,25 @@ describe('dashboard in a real browser', { skip }, () => {
       await context.close();
     }
   });
+
+  test('a window made narrower (a phone turned upright) redraws the charts to fit it', async () => {
+    const key = await accountWithPassword('turned-upright');
+    await api(server.url, 'POST', '/api/v1/check', key, { messages: [{ role: 'user', content: 'Something to chart' }] });
+    const tab = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    try {
+      await tab.goto(`${server.url}/dashboard`);
+      await tab.fill('#login-account', 'turned-upright');
+      await tab.fill('#login-password', 'correct horse battery');
+      await tab.click('#login-form button[type=submit]');
+      await tab.locator('#chart-requests canvas').waitFor();
+      await tab.setViewportSize({ width: 400, height: 800 });
+      await tab.waitForFunction(() => document.documentElement.scrollWidth === 400);
+      for (const chart of ['#chart-requests', '#chart-rate', '#chart-savings']) {
+        const [canvas, card] = [await tab.locator(`${chart} canvas`).boundingBox(), await tab.locator(chart).boundingBox()];
+        assert.ok(canvas && card && canvas.x + canvas.width <= card.x + card.width + 1, `${chart} fits its card`);
+      }
+    } finally {
+      await tab.close();
+    }
+  });
 });

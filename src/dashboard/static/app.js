@@ -150,6 +150,16 @@
     state.charts.push(plot);
   }
 
+  // A chart takes its card's width as it is drawn; the window made narrower or wider (a phone
+  // turned), it is given the new width.
+  const fit = new ResizeObserver((changes) => {
+    for (const { target } of changes) {
+      const plot = state.charts.find((p) => p.root.parentElement === target);
+      if (plot && target.clientWidth > 0) plot.setSize({ width: Math.max(200, target.clientWidth), height: 220 });
+    }
+  });
+  for (const el of document.querySelectorAll('.chart')) fit.observe(el);
+
   // Answers may come in another order than their requests: only the last one asked of each kind
   // is shown, not one that came late over it (page 2 over page 3, the hours over the days).
   const latest = { usage: 0, entries: 0, entry: 0 };
