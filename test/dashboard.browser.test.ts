@@ -632,4 +632,17 @@ describe('dashboard in a real browser', { skip }, () => {
       await tab.close();
     }
   });
+
+  test('a threshold of three decimals (0.875) can be saved, as the API takes it', async () => {
+    await accountWithPassword('fine-threshold');
+    await signIn('fine-threshold');
+    await page.click('button[data-tab=settings]');
+    await page.fill('#threshold', '0.875');
+    await page.click('#settings-form button[type=submit]');
+    await page.locator('#settings-saved').waitFor();
+    const me = await page.evaluate(async () => (await fetch('/dashboard/api/me')).json());
+    assert.equal(me.account.default_threshold, 0.875);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });
