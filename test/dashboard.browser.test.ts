@@ -645,4 +645,17 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('"Saved" is said to a screen reader, and goes once a setting is changed again', async () => {
+    await accountWithPassword('saved-or-not');
+    await signIn('saved-or-not');
+    await page.click('button[data-tab=settings]');
+    await page.fill('#ttl', '3600');
+    await page.click('#settings-form button[type=submit]');
+    await page.getByRole('status').getByText('Saved').waitFor();
+    await page.fill('#ttl', '7200');
+    assert.equal(await page.locator('#settings-saved').isVisible(), false, 'not saved yet');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

@@ -442,6 +442,8 @@
     // The button pressed is gone: back to the list.
     ($('#entries-table .open-entry') ?? $('#search')).focus();
   });
+  // Changed again, the form is no longer what was saved.
+  $('#settings-form').addEventListener('input', () => ($('#settings-saved').hidden = true));
   $('#settings-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     try {
