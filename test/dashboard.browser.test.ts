@@ -658,4 +658,39 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('after a sign-out, the next account signed in on the same page sees nothing of the one before', async () => {
+    const firstKey = await accountWithPassword('first-at-the-desk');
+    await accountWithPassword('next-at-the-desk');
+    await api(server.url, 'POST', '/api/v1/store', firstKey, {
+      messages: [{ role: 'user', content: 'A question of the first account' }],
+      answer: 'An answer of the first account',
+    });
+    await signIn('first-at-the-desk');
+    await page.click('button[data-tab=keys]');
+    await page.fill('#key-name', 'first account key');
+    await page.click('#generate-key');
+    await page.locator('#keys-table td', { hasText: 'first account key' }).waitFor();
+    const secret = await page.locator('#new-key-value').innerText();
+    assert.match(secret, /^rp_live_/);
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable', { hasText: 'A question of the first account' }).click();
+    await page.locator('#entry .msg.answer').waitFor();
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+
+    // The next person, at the same browser, without a reload.
+    await page.fill('#login-account', 'next-at-the-desk');
+    await page.fill('#login-password', 'correct horse battery');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#entries-table td', { hasText: 'Nothing cached yet' }).waitFor();
+    await page.click('button[data-tab=keys]');
+    await page.locator('#keys-table button.revoke').waitFor();
+    const html = await page.content();
+    assert.ok(!html.includes(secret), "the first account's new key is not in the page");
+    assert.ok(!html.includes('An answer of the first account'), "the first account's entry is not in the page");
+    assert.equal(await page.locator('#new-key').isVisible(), false);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

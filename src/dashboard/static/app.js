@@ -74,6 +74,7 @@
 
   function showLogin(message = '') {
     state.csrf = null;
+    forgetAccount();
     if (message) {
       $('#login-error').textContent = message;
       $('#login-error').hidden = false;
@@ -81,6 +82,27 @@
     $('#app').hidden = true;
     $('#login').hidden = false;
     $('#login-account').focus();
+  }
+
+  // Signed out, the page keeps nothing of the account: the next one to sign in at this browser,
+  // without a reload, would see its new key's secret, the entry it had open, its figures.
+  function forgetAccount() {
+    state.account = null;
+    Object.assign(state, { page: 1, q: '', selected: null });
+    // Answers on their way for it are not shown either.
+    for (const k of Object.keys(latest)) latest[k]++;
+    $('#search').value = '';
+    $('#new-key').hidden = true;
+    $('#new-key-value').textContent = '';
+    $('#entry').hidden = true;
+    $('#entry').textContent = '';
+    $('#stats').textContent = '';
+    for (const c of state.charts) c.destroy();
+    state.charts = [];
+    for (const t of ['#keys-table', '#entries-table', '#top-entries', '#slow-entries']) $(`${t} tbody`).textContent = '';
+    $('#page-info').textContent = '';
+    $('#threshold').value = '';
+    $('#ttl').value = '';
   }
 
   function signedIn(me) {
