@@ -693,4 +693,38 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#logout');
     await page.locator('#login-form').waitFor();
   });
+
+  test('a tab that finds another account signed in (in another tab) shows that account, and nothing of its own', async () => {
+    await accountWithPassword('tab-owner');
+    await accountWithPassword('tab-taker');
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    try {
+      const [mine, theirs] = [await context.newPage(), await context.newPage()];
+      const signInAs = async (tab: Page, name: string) => {
+        await tab.goto(`${server.url}/dashboard`);
+        await tab.fill('#login-account', name);
+        await tab.fill('#login-password', 'correct horse battery');
+        await tab.click('#login-form button[type=submit]');
+        await tab.locator('#tab-usage').waitFor();
+      };
+      await signInAs(mine, 'tab-owner');
+      await mine.click('button[data-tab=keys]');
+      await mine.fill('#key-name', 'owner key');
+      await mine.click('#generate-key');
+      await mine.locator('#keys-table td', { hasText: 'owner key' }).waitFor();
+      const secret = await mine.locator('#new-key-value').innerText();
+      // The other tab: sign-out, and another account in.
+      await theirs.goto(`${server.url}/dashboard`);
+      await theirs.click('#logout');
+      await signInAs(theirs, 'tab-taker');
+
+      await mine.fill('#key-name', 'not for the taker');
+      await mine.click('#generate-key');
+      await mine.locator('#toast', { hasText: 'Signed in as tab-taker in another tab: nothing was changed.' }).waitFor();
+      assert.equal(await mine.locator('#who-name').innerText(), 'tab-taker');
+      assert.ok(!(await mine.content()).includes(secret), "the owner's new key is not in the page");
+    } finally {
+      await context.close();
+    }
+  });
 });

@@ -62,6 +62,7 @@
       // this page does not have. Take it, for the account this page shows only.
       const me = await api('/me');
       if (me.account.id !== state.account?.id) {
+        forgetAccount();
         signedIn(me);
         throw new Error(`Signed in as ${me.account.name} in another tab: nothing was changed.`);
       }
