@@ -727,4 +727,23 @@ describe('dashboard in a real browser', { skip }, () => {
       await context.close();
     }
   });
+
+  test('the tabs are a tab list as screen readers and the keyboard know it: arrow keys move between them, each panel is named by its tab', async () => {
+    await accountWithPassword('arrow-keys');
+    await signIn('arrow-keys');
+    await page.getByRole('tab', { name: 'Usage' }).focus();
+    await page.keyboard.press('ArrowRight');
+    await page.getByRole('tabpanel', { name: 'API Keys' }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'API Keys');
+    assert.equal(await page.getByRole('tab', { name: 'API Keys', selected: true }).count(), 1);
+    await page.keyboard.press('ArrowLeft');
+    await page.getByRole('tabpanel', { name: 'Usage' }).waitFor();
+    await page.keyboard.press('ArrowLeft');
+    await page.getByRole('tabpanel', { name: 'Settings' }).waitFor();
+    // One stop for the tab list in the Tab order: the tab selected.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'logout');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

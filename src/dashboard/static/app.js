@@ -121,7 +121,11 @@
   function switchTab(tab) {
     state.tab = tab;
     if (location.hash !== `#${tab}`) history.replaceState(null, '', `#${tab}`);
-    for (const b of document.querySelectorAll('.tab')) b.setAttribute('aria-selected', String(b.dataset.tab === tab));
+    for (const b of document.querySelectorAll('.tab')) {
+      b.setAttribute('aria-selected', String(b.dataset.tab === tab));
+      // The tab list is one stop in the Tab order, its selected tab; the arrow keys move in it.
+      b.tabIndex = b.dataset.tab === tab ? 0 : -1;
+    }
     for (const p of document.querySelectorAll('.panel')) p.hidden = p.id !== `tab-${tab}`;
     ({ usage: loadUsage, keys: loadKeys, entries: loadEntries, settings: loadSettings })[tab]().catch(report);
   }
@@ -377,6 +381,16 @@
     showLogin();
   });
   for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => switchTab(b.dataset.tab));
+  $('.tabs').addEventListener('keydown', (ev) => {
+    const tabs = [...document.querySelectorAll('.tab')];
+    const at = tabs.indexOf(document.activeElement);
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1 }[ev.key];
+    if (at < 0 || to === undefined) return;
+    ev.preventDefault();
+    const next = tabs[(to + tabs.length) % tabs.length];
+    next.focus();
+    switchTab(next.dataset.tab);
+  });
   for (const b of document.querySelectorAll('#granularity button')) {
     b.addEventListener('click', () => {
       state.granularity = b.dataset.g;
