@@ -227,4 +227,523 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.ok(!(await toast.isVisible()) || (await toast.innerText()) !== 'Entry deleted', 'no "Entry deleted" for an entry still cached');
     assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_hit, true);
   });
+
+  test('with the keyboard alone an entry is opened, read and deleted; focus goes to the entry opened', async () => {
+    const key = await accountWithPassword('keyboard-only');
+    const messages = [{ role: 'user', content: 'Can I open this without a mouse?' }];
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'With Tab and Enter.' });
+    await signIn('keyboard-only');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable').waitFor();
+    await page.focus('#search');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Can I open this without a mouse?');
+    await page.keyboard.press('Enter');
+    await page.locator('#entry .msg.answer', { hasText: 'With Tab and Enter.' }).waitFor();
+    assert.equal(await page.evaluate(() => document.querySelector('#entry')?.contains(document.activeElement)), true);
+    // On to the Delete button, as far as it is.
+    for (let i = 0; i < 20 && (await page.evaluate(() => document.activeElement?.id)) !== 'delete-entry'; i++)
+      await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.locator('#entries-table td', { hasText: 'Nothing cached yet' }).waitFor();
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_hit, false);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('in a phone-sized window no tab is wider than the screen', async () => {
+    const key = await accountWithPassword('on-a-phone');
+    await api(server.url, 'POST', '/api/v1/store', key, {
+      messages: [{ role: 'user', content: 'A question long enough to be cut short in the list of entries' }],
+      answer: 'Yes.',
+      model: 'gpt-4o-mini',
+    });
+    await api(server.url, 'POST', '/api/v1/check', key, {
+      messages: [{ role: 'user', content: 'A question long enough to be cut short in the list of entries' }],
+    });
+    const phone = await browser.newPage({ viewport: { width: 375, height: 740 } });
+    try {
+      await phone.goto(`${server.url}/dashboard`);
+      await phone.fill('#login-account', 'on-a-phone');
+      await phone.fill('#login-password', 'correct horse battery');
+      await phone.click('#login-form button[type=submit]');
+      await phone.locator('#top-entries td', { hasText: 'A question long enough' }).waitFor();
+      const width = () => phone.evaluate(() => document.documentElement.scrollWidth);
+      assert.equal(await width(), 375, 'usage');
+      await phone.click('button[data-tab=keys]');
+      await phone.locator('#keys-table button.revoke').waitFor();
+      assert.equal(await width(), 375, 'keys');
+      await phone.click('button[data-tab=entries]');
+      await phone.locator('#entries-table tr.clickable').click();
+      await phone.locator('#entry .msg.answer').waitFor();
+      assert.equal(await width(), 375, 'entries');
+      await phone.screenshot({ path: path.join(ARTIFACTS, 'dashboard-phone-entries.png'), fullPage: true });
+      await phone.click('button[data-tab=settings]');
+      assert.equal(await width(), 375, 'settings');
+    } finally {
+      await phone.close();
+    }
+  });
+
+  test('the server stopped while the page is open: actions say it cannot be reached, and nothing is taken as done', async () => {
+    const ownDir = tempDir('reprise-dash-stopped-');
+    const ownEnv = { REPRISE_DATA_DIR: ownDir, REPRISE_EMBEDDER: 'none' };
+    const created = await runCli(['keys', 'create', '--account', 'stopped', '--json'], ownEnv);
+    assert.equal(created.code, 0, created.stderr);
+    const pw = await runCli(['accounts', 'set-password', 'stopped', '--password-stdin'], ownEnv, 'correct horse battery\n');
+    assert.equal(pw.code, 0, pw.stderr);
+    const own = await startServerProcess(ownEnv);
+    const errors: string[] = [];
+    const tab = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    tab.on('pageerror', (e) => errors.push(e.message));
+    try {
+      const key = (JSON.parse(created.stdout) as { key: string }).key;
+      for (let i = 0; i < 25; i++) {
+        await api(own.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: `question ${i}` }], answer: `answer ${i}` });
+      }
+      await tab.goto(`${own.url}/dashboard`);
+      await tab.fill('#login-account', 'stopped');
+      await tab.fill('#login-password', 'correct horse battery');
+      await tab.click('#login-form button[type=submit]');
+      await tab.click('button[data-tab=entries]');
+      await tab.locator('#page-info', { hasText: 'Page 1 of 2' }).waitFor();
+      await own.stop();
+
+      await tab.click('#next');
+      await tab.locator('#toast', { hasText: 'Cannot reach the server' }).waitFor();
+      assert.equal(await tab.locator('#page-info').innerText(), 'Page 1 of 2 · 25 entries');
+      // Signing out did not reach the server, which keeps the session: the page says so.
+      await tab.click('#logout');
+      await tab.locator('#toast', { hasText: 'Cannot reach the server' }).waitFor();
+      assert.equal(await tab.locator('#login').isVisible(), false);
+      assert.deepEqual(errors, []);
+    } finally {
+      await tab.close();
+      await own.stop();
+      rmSync(ownDir, { recursive: true, force: true });
+    }
+  });
+
+  test('a tab whose session was replaced by a sign-in in another tab still makes changes, as the account signed in', async () => {
+    await accountWithPassword('two-tabs');
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    try {
+      const first = await context.newPage();
+      const second = await context.newPage();
+      first.on('dialog', (d) => void d.accept());
+      for (const tab of [first, second]) {
+        await tab.goto(`${server.url}/dashboard`);
+        if (await tab.locator('#login-form').isVisible()) {
+          await tab.fill('#login-account', 'two-tabs');
+          await tab.fill('#login-password', 'correct horse battery');
+          await tab.click('#login-form button[type=submit]');
+        }
+        await tab.locator('#tab-usage').waitFor();
+      }
+      // The second tab signs out and in again: the browser's cookie is now a new session's.
+      await second.click('#logout');
+      await second.fill('#login-account', 'two-tabs');
+      await second.fill('#login-password', 'correct horse battery');
+      await second.click('#login-form button[type=submit]');
+      await second.locator('#tab-usage').waitFor();
+
+      await first.click('button[data-tab=keys]');
+      await first.fill('#key-name', 'made in the first tab');
+      await first.click('#generate-key');
+      await first.locator('#keys-table td', { hasText: 'made in the first tab' }).waitFor();
+      assert.match(await first.locator('#new-key-value').innerText(), /^rp_live_/);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('right-to-left questions and answers are shown right to left, their punctuation where it belongs', async () => {
+    const key = await accountWithPassword('right-to-left');
+    const messages = [{ role: 'user', content: 'מה השעה עכשיו?' }];
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'عاصمة فرنسا هي باريس.' });
+    await api(server.url, 'POST', '/api/v1/check', key, { messages });
+    await signIn('right-to-left');
+    const rtl = (selector: string) =>
+      page
+        .locator(selector)
+        .first()
+        .evaluate((el) => el.matches(':dir(rtl)'));
+    await page.locator('#top-entries td', { hasText: 'מה השעה' }).waitFor();
+    assert.equal(await rtl('#top-entries tbody td'), true, 'most reused');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable', { hasText: 'מה השעה' }).click();
+    await page.locator('#entry .msg.answer').waitFor();
+    assert.equal(await rtl('#entries-table .open-entry'), true, 'list');
+    assert.equal(await rtl('#entry .msg [dir=auto]'), true, 'question');
+    assert.equal(await rtl('#entry .msg.answer [dir=auto]'), true, 'answer');
+    // The labels around them stay left to right.
+    assert.equal(await rtl('#entry .msg .role'), false);
+    await shot('right-to-left');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('an entry of 100,000 characters is shown in boxes that scroll, its Delete button near', async () => {
+    const key = await accountWithPassword('long-texts');
+    await api(server.url, 'POST', '/api/v1/store', key, {
+      messages: [{ role: 'user', content: `Long question ${'a'.repeat(99_980)}` }],
+      answer: `Long answer ${'b '.repeat(99_990)}`,
+    });
+    await signIn('long-texts');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable', { hasText: 'Long question' }).click();
+    await page.locator('#entry .msg.answer').waitFor();
+    const panel = await page.locator('#entry').boundingBox();
+    assert.ok(panel && panel.height < 1800, `the entry is ${panel?.height} pixels tall`);
+    // The whole text is there, to scroll through.
+    const answer = page.locator('#entry .msg.answer [dir=auto]');
+    assert.equal((await answer.innerText()).length >= 199_990, true);
+    assert.ok(await answer.evaluate((el) => el.scrollHeight > el.clientHeight));
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('what a screen reader is told: the period chosen, which key a Revoke button revokes, what an action did', async () => {
+    await accountWithPassword('screen-reader');
+    await signIn('screen-reader');
+    const pressed = (name: string) => page.getByRole('button', { name, exact: true, pressed: true });
+    await pressed('By hour').waitFor();
+    await page.getByRole('button', { name: 'By day', exact: true }).click();
+    await pressed('By day').waitFor();
+    assert.equal(await pressed('By hour').count(), 0);
+
+    await page.getByRole('tab', { name: 'API Keys' }).click();
+    await page.getByRole('textbox', { name: 'Name' }).fill('read aloud');
+    await page.getByRole('button', { name: 'Generate new key' }).click();
+    await page.locator('#new-key').waitFor();
+    // Focus goes to the key just made, to copy it.
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'copy-key');
+    await page.getByRole('button', { name: 'Revoke read aloud' }).click();
+    await page.getByRole('status').getByText('Key revoked').waitFor();
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('an account of one entry has "1 entry", not "1 entries"', async () => {
+    const key = await accountWithPassword('one-entry');
+    await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: 'The only one' }], answer: 'Alone.' });
+    await signIn('one-entry');
+    const storage = page.locator('.stat', { has: page.locator('.label', { hasText: 'Storage' }) });
+    await storage.locator('.value', { hasText: '1' }).waitFor();
+    assert.match(await storage.locator('.sub').innerText(), /^entry of 10,000,/);
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable').waitFor();
+    assert.equal(await page.locator('#page-info').innerText(), 'Page 1 of 1 · 1 entry');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('a search longer than the server takes cannot be typed: the list never shows an earlier search under it', async () => {
+    const key = await accountWithPassword('long-search');
+    await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: 'findable' }], answer: 'Found.' });
+    await signIn('long-search');
+    await page.click('button[data-tab=entries]');
+    await page.fill('#search', 'findable');
+    await page.press('#search', 'Enter');
+    await page.locator('#page-info', { hasText: '1 entr' }).waitFor();
+    await page.fill('#search', 'y'.repeat(250));
+    await page.press('#search', 'Enter');
+    await page.locator('#entries-table td', { hasText: 'No entries match this search.' }).waitFor();
+    assert.equal((await page.inputValue('#search')).length, 200);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('a session that ended while the page was open: the sign-in form says so, and nothing says "signed out" as an error', async () => {
+    await accountWithPassword('session-ended');
+    await signIn('session-ended');
+    await page.click('button[data-tab=keys]');
+    await page.fill('#key-name', 'after the end');
+    const pw = await runCli(['accounts', 'set-password', 'session-ended', '--password-stdin'], env, 'correct horse battery\n');
+    assert.equal(pw.code, 0, pw.stderr);
+    await page.click('#generate-key');
+    await page.locator('#login-error', { hasText: 'Your session has ended: sign in again.' }).waitFor();
+    assert.equal(await page.locator('#toast').isVisible(), false);
+    // Signed in again, the page is back where it was, without the message.
+    await page.fill('#login-password', 'correct horse battery');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#tab-keys').waitFor();
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+    assert.equal(await page.locator('#login-error').isVisible(), false);
+  });
+
+  test('the page loads with no error in the console but the 401 that says no one is signed in yet', async () => {
+    const fresh = await browser.newPage();
+    const errors: string[] = [];
+    fresh.on('console', (m) => {
+      if (m.type() === 'error' && !m.location().url.endsWith('/dashboard/api/me')) errors.push(`${m.text()} ${m.location().url}`);
+    });
+    fresh.on('pageerror', (e) => errors.push(e.message));
+    try {
+      await fresh.goto(`${server.url}/dashboard`);
+      await fresh.fill('#login-account', 'acme');
+      await fresh.fill('#login-password', 'correct horse battery');
+      await fresh.click('#login-form button[type=submit]');
+      await fresh.locator('#chart-requests canvas, #chart-requests .empty').first().waitFor();
+      await fresh.locator('#top-entries tbody tr').first().waitFor();
+      assert.deepEqual(errors, []);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  test('deleting the only entry of the last page shows the page before it, not "Nothing cached yet"', async () => {
+    const key = await accountWithPassword('last-page');
+    for (let i = 0; i < 21; i++) {
+      await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: `entry ${i}` }], answer: `answer ${i}` });
+    }
+    await signIn('last-page');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#page-info', { hasText: 'Page 1 of 2' }).waitFor();
+    await page.click('#next');
+    await page.locator('#page-info', { hasText: 'Page 2 of 2' }).waitFor();
+    await page.locator('#entries-table tr.clickable').click();
+    await page.click('#delete-entry');
+    await page.locator('#page-info', { hasText: 'Page 1 of 1 · 20 entries' }).waitFor();
+    assert.equal(await page.locator('#entries-table tr.clickable').count(), 20);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('the savings chart of large amounts keeps its labels whole, not cut at its left edge', async () => {
+    const key = await accountWithPassword('large-savings');
+    const messages = [{ role: 'user', content: 'A very long report' }];
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'Done.', model: 'o1-pro', tokens_used: 90_000_000 });
+    await api(server.url, 'POST', '/api/v1/check', key, { messages });
+    await signIn('large-savings');
+    const canvas = page.locator('#chart-savings canvas');
+    await canvas.waitFor();
+    // The labels are drawn on the canvas: a label wider than the axis's room is drawn from before
+    // its left edge, and what is left of it reaches the edge.
+    const inked = await canvas.evaluate((c: HTMLCanvasElement) => {
+      const { data, height } = (c.getContext('2d') as CanvasRenderingContext2D).getImageData(0, 0, 3, c.height);
+      let n = 0;
+      for (let i = 3; i < data.length; i += 4) if ((data[i] as number) > 0) n++;
+      return { n, height };
+    });
+    assert.equal(inked.n, 0, 'no label reaches the left edge of the chart');
+    await page.locator('#chart-savings').screenshot({ path: path.join(ARTIFACTS, 'dashboard-large-savings.png') });
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('a large savings figure stays inside its card', async () => {
+    const key = await accountWithPassword('large-savings-figure');
+    const messages = [{ role: 'user', content: 'Another very long report' }];
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'Done.', model: 'o1-pro', tokens_used: 90_000_000 });
+    for (let i = 0; i < 30; i++) await api(server.url, 'POST', '/api/v1/check', key, { messages });
+    await signIn('large-savings-figure');
+    const card = page.locator('.stat', { has: page.locator('.label', { hasText: 'Estimated savings' }) });
+    await card.locator('.value', { hasText: '$1,620,000.00' }).waitFor();
+    const [inner, outer] = [await card.locator('.value').boundingBox(), await card.boundingBox()];
+    assert.ok(inner && outer && inner.x + inner.width <= outer.x + outer.width, 'the figure ends inside the card');
+    const text = await card.locator('.value').evaluate((el) => el.scrollWidth <= el.clientWidth);
+    assert.equal(text, true, 'the figure is not wider than its box');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('pages asked for one after the other are shown in that order, however their answers come', async () => {
+    const key = await accountWithPassword('pages-in-order');
+    for (let i = 0; i < 41; i++) {
+      await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: `entry ${i}` }], answer: `answer ${i}` });
+    }
+    await signIn('pages-in-order');
+    await page.click('button[data-tab=entries]');
+    await page.locator('#page-info', { hasText: 'Page 1 of 3' }).waitFor();
+    // The answer for page 2 is held back until page 3 is shown.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let asked: () => void = () => {};
+    const page2Asked = new Promise<void>((resolve) => (asked = resolve));
+    await page.route('**/dashboard/api/entries?page=2&*', async (route) => {
+      asked();
+      await held;
+      await route.continue();
+    });
+    await page.click('#next');
+    await page2Asked;
+    await page.click('#next');
+    await page.locator('#page-info', { hasText: 'Page 3 of 3' }).waitFor();
+    const answered = page.waitForEvent('requestfinished', (r) => r.url().includes('/dashboard/api/entries?page=2&'));
+    release();
+    await answered;
+    await page.unroute('**/dashboard/api/entries?page=2&*');
+    // A request of the page's own after it, answered: the late answer has been read by then.
+    await page.evaluate(async () => (await fetch('/dashboard/api/me')).json());
+    assert.equal(await page.locator('#page-info').innerText(), 'Page 3 of 3 · 41 entries');
+    assert.equal(await page.locator('#next').isDisabled(), true);
+    await page.click('#prev');
+    await page.locator('#page-info', { hasText: 'Page 2 of 3' }).waitFor();
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('by day, a browser west of Greenwich sees the requests of today on its date (UTC days), not on the day before', async () => {
+    const key = await accountWithPassword('west-of-greenwich');
+    await api(server.url, 'POST', '/api/v1/check', key, { messages: [{ role: 'user', content: 'Asked today' }] });
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, timezoneId: 'America/Los_Angeles' });
+    try {
+      const west = await context.newPage();
+      await west.goto(`${server.url}/dashboard`);
+      await west.fill('#login-account', 'west-of-greenwich');
+      await west.fill('#login-password', 'correct horse battery');
+      await west.click('#login-form button[type=submit]');
+      await west.locator('#chart-requests canvas').waitFor();
+      await west.click('#granularity button[data-g=day]');
+      await west.locator('#granularity button[data-g=day][aria-pressed=true]').waitFor();
+      await west.locator('#chart-requests canvas').waitFor();
+      // The cursor on the last day: the legend names its date.
+      const over = west.locator('#chart-requests .u-over');
+      const box = await over.boundingBox();
+      assert.ok(box);
+      await west.mouse.move(box.x + box.width - 1, box.y + box.height / 2);
+      const time = await west.locator('#chart-requests .u-legend .u-series').first().locator('.u-value').innerText();
+      assert.equal(time, new Date().toISOString().slice(0, 10), 'the UTC day');
+      assert.equal(await west.locator('#chart-requests .u-legend .u-series').nth(1).locator('.u-value').innerText(), '1');
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a window made narrower (a phone turned upright) redraws the charts to fit it', async () => {
+    const key = await accountWithPassword('turned-upright');
+    await api(server.url, 'POST', '/api/v1/check', key, { messages: [{ role: 'user', content: 'Something to chart' }] });
+    const tab = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    try {
+      await tab.goto(`${server.url}/dashboard`);
+      await tab.fill('#login-account', 'turned-upright');
+      await tab.fill('#login-password', 'correct horse battery');
+      await tab.click('#login-form button[type=submit]');
+      await tab.locator('#chart-requests canvas').waitFor();
+      await tab.setViewportSize({ width: 400, height: 800 });
+      await tab.waitForFunction(() => document.documentElement.scrollWidth === 400);
+      for (const chart of ['#chart-requests', '#chart-rate', '#chart-savings']) {
+        const [canvas, card] = [await tab.locator(`${chart} canvas`).boundingBox(), await tab.locator(chart).boundingBox()];
+        assert.ok(canvas && card && canvas.x + canvas.width <= card.x + card.width + 1, `${chart} fits its card`);
+      }
+    } finally {
+      await tab.close();
+    }
+  });
+
+  test('a threshold of three decimals (0.875) can be saved, as the API takes it', async () => {
+    await accountWithPassword('fine-threshold');
+    await signIn('fine-threshold');
+    await page.click('button[data-tab=settings]');
+    await page.fill('#threshold', '0.875');
+    await page.click('#settings-form button[type=submit]');
+    await page.locator('#settings-saved').waitFor();
+    const me = await page.evaluate(async () => (await fetch('/dashboard/api/me')).json());
+    assert.equal(me.account.default_threshold, 0.875);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('"Saved" is said to a screen reader, and goes once a setting is changed again', async () => {
+    await accountWithPassword('saved-or-not');
+    await signIn('saved-or-not');
+    await page.click('button[data-tab=settings]');
+    await page.fill('#ttl', '3600');
+    await page.click('#settings-form button[type=submit]');
+    await page.getByRole('status').getByText('Saved').waitFor();
+    await page.fill('#ttl', '7200');
+    assert.equal(await page.locator('#settings-saved').isVisible(), false, 'not saved yet');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('after a sign-out, the next account signed in on the same page sees nothing of the one before', async () => {
+    const firstKey = await accountWithPassword('first-at-the-desk');
+    await accountWithPassword('next-at-the-desk');
+    await api(server.url, 'POST', '/api/v1/store', firstKey, {
+      messages: [{ role: 'user', content: 'A question of the first account' }],
+      answer: 'An answer of the first account',
+    });
+    await signIn('first-at-the-desk');
+    await page.click('button[data-tab=keys]');
+    await page.fill('#key-name', 'first account key');
+    await page.click('#generate-key');
+    await page.locator('#keys-table td', { hasText: 'first account key' }).waitFor();
+    const secret = await page.locator('#new-key-value').innerText();
+    assert.match(secret, /^rp_live_/);
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable', { hasText: 'A question of the first account' }).click();
+    await page.locator('#entry .msg.answer').waitFor();
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+
+    // The next person, at the same browser, without a reload.
+    await page.fill('#login-account', 'next-at-the-desk');
+    await page.fill('#login-password', 'correct horse battery');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#entries-table td', { hasText: 'Nothing cached yet' }).waitFor();
+    await page.click('button[data-tab=keys]');
+    await page.locator('#keys-table button.revoke').waitFor();
+    const html = await page.content();
+    assert.ok(!html.includes(secret), "the first account's new key is not in the page");
+    assert.ok(!html.includes('An answer of the first account'), "the first account's entry is not in the page");
+    assert.equal(await page.locator('#new-key').isVisible(), false);
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
+
+  test('a tab that finds another account signed in (in another tab) shows that account, and nothing of its own', async () => {
+    await accountWithPassword('tab-owner');
+    await accountWithPassword('tab-taker');
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    try {
+      const [mine, theirs] = [await context.newPage(), await context.newPage()];
+      const signInAs = async (tab: Page, name: string) => {
+        await tab.goto(`${server.url}/dashboard`);
+        await tab.fill('#login-account', name);
+        await tab.fill('#login-password', 'correct horse battery');
+        await tab.click('#login-form button[type=submit]');
+        await tab.locator('#tab-usage').waitFor();
+      };
+      await signInAs(mine, 'tab-owner');
+      await mine.click('button[data-tab=keys]');
+      await mine.fill('#key-name', 'owner key');
+      await mine.click('#generate-key');
+      await mine.locator('#keys-table td', { hasText: 'owner key' }).waitFor();
+      const secret = await mine.locator('#new-key-value').innerText();
+      // The other tab: sign-out, and another account in.
+      await theirs.goto(`${server.url}/dashboard`);
+      await theirs.click('#logout');
+      await signInAs(theirs, 'tab-taker');
+
+      await mine.fill('#key-name', 'not for the taker');
+      await mine.click('#generate-key');
+      await mine.locator('#toast', { hasText: 'Signed in as tab-taker in another tab: nothing was changed.' }).waitFor();
+      assert.equal(await mine.locator('#who-name').innerText(), 'tab-taker');
+      assert.ok(!(await mine.content()).includes(secret), "the owner's new key is not in the page");
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('the tabs are a tab list as screen readers and the keyboard know it: arrow keys move between them, each panel is named by its tab', async () => {
+    await accountWithPassword('arrow-keys');
+    await signIn('arrow-keys');
+    await page.getByRole('tab', { name: 'Usage' }).focus();
+    await page.keyboard.press('ArrowRight');
+    await page.getByRole('tabpanel', { name: 'API Keys' }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'API Keys');
+    assert.equal(await page.getByRole('tab', { name: 'API Keys', selected: true }).count(), 1);
+    await page.keyboard.press('ArrowLeft');
+    await page.getByRole('tabpanel', { name: 'Usage' }).waitFor();
+    await page.keyboard.press('ArrowLeft');
+    await page.getByRole('tabpanel', { name: 'Settings' }).waitFor();
+    // One stop for the tab list in the Tab order: the tab selected.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'logout');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  });
 });

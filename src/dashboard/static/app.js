@@ -13,6 +13,13 @@
     while (n >= 1024 && i < units.length - 1) ((n /= 1024), i++);
     return `${i === 0 ? n : Number(n.toFixed(n < 10 ? 1 : 0))}\u00a0${units[i]}`;
   };
+  const fmtUsdShort = new Intl.NumberFormat('en-US', {
+    style: 'currency',
+    currency: 'USD',
+    notation: 'compact',
+    minimumFractionDigits: 0,
+    maximumFractionDigits: 2,
+  });
   const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
   const esc = (s) =>
     String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
@@ -25,32 +32,82 @@
     toast.timer = setTimeout(() => (t.hidden = true), 2600);
   }
 
-  async function api(path, options = {}) {
+  // What api() throws when the session has ended: the sign-in form says so, and nothing else need.
+  const SIGNED_OUT = 'signed out';
+  const report = (e) => e.message !== SIGNED_OUT && toast(e.message);
+
+  async function api(path, options = {}, again = false) {
     const headers = { ...(options.body ? { 'Content-Type': 'application/json' } : {}) };
     if (options.method && options.method !== 'GET' && state.csrf) headers['X-CSRF-Token'] = state.csrf;
-    const res = await fetch(`/dashboard/api${path}`, {
-      credentials: 'same-origin',
-      ...options,
-      headers,
-      body: options.body ? JSON.stringify(options.body) : undefined,
-    });
+    let res;
+    try {
+      res = await fetch(`/dashboard/api${path}`, {
+        credentials: 'same-origin',
+        ...options,
+        headers,
+        body: options.body ? JSON.stringify(options.body) : undefined,
+      });
+    } catch {
+      // No answer at all (the server stopped, the network down): the browser's own message is "Failed to fetch".
+      throw new Error('Cannot reach the server: check that Reprise is running, then try again.');
+    }
     const body = await res.json().catch(() => ({}));
     if (res.status === 401 && path !== '/login') {
-      showLogin();
-      throw new Error('signed out');
+      // Signed in until now (not a first visit): the session ended, expired or was signed out.
+      showLogin(state.csrf ? 'Your session has ended: sign in again.' : '');
+      throw new Error(SIGNED_OUT);
+    }
+    if (res.status === 403 && body?.error?.code === 'FORBIDDEN' && !again) {
+      // Signed in again in another tab: the browser's cookie is that session's, whose CSRF token
+      // this page does not have. Take it, for the account this page shows only.
+      const me = await api('/me');
+      if (me.account.id !== state.account?.id) {
+        forgetAccount();
+        signedIn(me);
+        throw new Error(`Signed in as ${me.account.name} in another tab: nothing was changed.`);
+      }
+      state.csrf = me.csrf_token;
+      return api(path, options, true);
     }
     if (!res.ok) throw new Error(body?.error?.message || `Request failed (${res.status})`);
     return body;
   }
 
-  function showLogin() {
+  function showLogin(message = '') {
     state.csrf = null;
+    forgetAccount();
+    if (message) {
+      $('#login-error').textContent = message;
+      $('#login-error').hidden = false;
+    }
     $('#app').hidden = true;
     $('#login').hidden = false;
     $('#login-account').focus();
   }
 
+  // Signed out, the page keeps nothing of the account: the next one to sign in at this browser,
+  // without a reload, would see its new key's secret, the entry it had open, its figures.
+  function forgetAccount() {
+    state.account = null;
+    Object.assign(state, { page: 1, q: '', selected: null });
+    // Answers on their way for it are not shown either.
+    for (const k of Object.keys(latest)) latest[k]++;
+    $('#search').value = '';
+    $('#new-key').hidden = true;
+    $('#new-key-value').textContent = '';
+    $('#entry').hidden = true;
+    $('#entry').textContent = '';
+    $('#stats').textContent = '';
+    for (const c of state.charts) c.destroy();
+    state.charts = [];
+    for (const t of ['#keys-table', '#entries-table', '#top-entries', '#slow-entries']) $(`${t} tbody`).textContent = '';
+    $('#page-info').textContent = '';
+    $('#threshold').value = '';
+    $('#ttl').value = '';
+  }
+
   function signedIn(me) {
+    $('#login-error').hidden = true;
     state.csrf = me.csrf_token;
     state.account = me.account;
     $('#who-name').textContent = me.account.name;
@@ -64,16 +121,18 @@
   function switchTab(tab) {
     state.tab = tab;
     if (location.hash !== `#${tab}`) history.replaceState(null, '', `#${tab}`);
-    for (const b of document.querySelectorAll('.tab')) b.setAttribute('aria-selected', String(b.dataset.tab === tab));
+    for (const b of document.querySelectorAll('.tab')) {
+      b.setAttribute('aria-selected', String(b.dataset.tab === tab));
+      // The tab list is one stop in the Tab order, its selected tab; the arrow keys move in it.
+      b.tabIndex = b.dataset.tab === tab ? 0 : -1;
+    }
     for (const p of document.querySelectorAll('.panel')) p.hidden = p.id !== `tab-${tab}`;
-    ({ usage: loadUsage, keys: loadKeys, entries: loadEntries, settings: loadSettings })
-      [tab]()
-      .catch((e) => e.message !== 'signed out' && toast(e.message));
+    ({ usage: loadUsage, keys: loadKeys, entries: loadEntries, settings: loadSettings })[tab]().catch(report);
   }
 
   // ---- Usage ----
   function stat(label, value, sub, highlight) {
-    return `<div class="stat${highlight ? ' highlight' : ''}"><div class="label">${esc(label)}</div><div class="value">${esc(value)}</div>${sub ? `<div class="sub">${esc(sub)}</div>` : ''}</div>`;
+    return `<div class="stat${highlight ? ' highlight' : ''}"><div class="label">${esc(label)}</div><div class="value${String(value).length > 9 ? ' long' : ''}">${esc(value)}</div>${sub ? `<div class="sub">${esc(sub)}</div>` : ''}</div>`;
   }
 
   // What the account keeps, against its plan's limits (null: none). At a limit, stores are refused
@@ -82,7 +141,7 @@
     const of = (limit, fmt) => (limit === null ? '' : ` of ${fmt(limit)}`);
     const full =
       (s.max_entries !== null && s.entries >= s.max_entries) || (s.max_stored_bytes !== null && s.stored_bytes >= s.max_stored_bytes);
-    const sub = `entries${of(s.max_entries, fmtInt)}, ${fmtBytes(s.stored_bytes)}${of(s.max_stored_bytes, fmtBytes)}`;
+    const sub = `${s.entries === 1 ? 'entry' : 'entries'}${of(s.max_entries, fmtInt)}, ${fmtBytes(s.stored_bytes)}${of(s.max_stored_bytes, fmtBytes)}`;
     return stat(full ? 'Storage (full)' : 'Storage', fmtInt(s.entries), sub);
   }
 
@@ -94,12 +153,16 @@
       el.innerHTML = '<div class="empty">No requests yet in this period.<br>Checks and stores through the API appear here.</div>';
       return;
     }
-    const width = Math.max(320, el.clientWidth || 520);
+    // As wide as its card, on a phone too.
+    const width = Math.max(200, el.clientWidth || 520);
     const plot = new uPlot(
       {
         width,
         height: 220,
-        series: [{}, ...series],
+        // Days are UTC days (as the API counts them), and shown so wherever the browser is: in
+        // its own time, one in Los Angeles saw today's requests on yesterday's afternoon.
+        series: [state.granularity === 'day' ? { value: '{YYYY}-{MM}-{DD}' } : {}, ...series],
+        ...(state.granularity === 'day' ? { tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC') } : {}),
         axes: [
           { stroke: '#6b7385', grid: { stroke: '#eef0f6' } },
           { stroke: '#6b7385', grid: { stroke: '#eef0f6' }, values: opts.values, size: 72 },
@@ -114,8 +177,24 @@
     state.charts.push(plot);
   }
 
+  // A chart takes its card's width as it is drawn; the window made narrower or wider (a phone
+  // turned), it is given the new width.
+  const fit = new ResizeObserver((changes) => {
+    for (const { target } of changes) {
+      const plot = state.charts.find((p) => p.root.parentElement === target);
+      if (plot && target.clientWidth > 0) plot.setSize({ width: Math.max(200, target.clientWidth), height: 220 });
+    }
+  });
+  for (const el of document.querySelectorAll('.chart')) fit.observe(el);
+
+  // Answers may come in another order than their requests: only the last one asked of each kind
+  // is shown, not one that came late over it (page 2 over page 3, the hours over the days).
+  const latest = { usage: 0, entries: 0, entry: 0 };
+
   async function loadUsage() {
+    const asked = ++latest.usage;
     const u = await api(`/usage?granularity=${state.granularity}`);
+    if (asked !== latest.usage) return;
     const saved = u.performance.estimated_cost_savings;
     $('#stats').innerHTML = [
       stat('Requests', fmtInt(u.total_requests), plural(u.cache_misses, 'miss', 'misses')),
@@ -166,29 +245,34 @@
         quiet,
         // From $0, and to a cent at least: nothing saved is a flat line at $0, not a scale to $100.
         range: (_, _min, max) => [0, Math.max(max, 0.01)],
-        // One number of decimals for the whole axis, by its top.
+        // One number of decimals for the whole axis, by its top; from $1,000 in short ($7.5K, $1.5M),
+        // which the axis has room for.
         values: (u, ticks) => {
           const top = Math.max(...ticks);
-          return ticks.map((t) => `$${t.toFixed(top < 1 ? 4 : 2)}`);
+          if (top >= 1000) return ticks.map((t) => fmtUsdShort.format(t));
+          const digits = top < 1 ? 4 : 2;
+          return ticks.map((t) => `$${t.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })}`);
         },
       },
     );
     // Entries served at least once: one never hit is not reused, however high it sorts.
     const top = (await api('/entries?order=hits&per_page=5')).data.filter((e) => e.usage_count > 0);
+    if (asked !== latest.usage) return;
     $('#top-entries tbody').innerHTML = top.length
       ? top
           .map(
             (e) =>
-              `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`,
+              `<tr><td class="truncate" dir="auto" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`,
           )
           .join('')
       : '<tr><td colspan="3" class="muted">No entry reused yet.</td></tr>';
     const slow = (await api('/entries?order=slowest&per_page=5')).data.filter((e) => e.average_lookup_ms !== null);
+    if (asked !== latest.usage) return;
     $('#slow-entries tbody').innerHTML = slow.length
       ? slow
           .map(
             (e) =>
-              `<tr><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`,
+              `<tr><td class="truncate" dir="auto" title="${esc(e.question)}">${esc(e.question)}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`,
           )
           .join('')
       : '<tr><td colspan="3" class="muted">No hits served yet.</td></tr>';
@@ -202,9 +286,9 @@
           .map(
             (
               k,
-            ) => `<tr data-id="${esc(k.id)}"><td>${esc(k.name || 'Unnamed key')}</td><td><code>${esc(k.prefix)}…</code></td><td>${fmtDate(k.created_at)}</td><td>${k.last_used_at ? fmtDate(k.last_used_at) : '<span class="muted">never</span>'}</td>
+            ) => `<tr data-id="${esc(k.id)}"><td dir="auto">${esc(k.name || 'Unnamed key')}</td><td><code>${esc(k.prefix)}…</code></td><td>${fmtDate(k.created_at)}</td><td>${k.last_used_at ? fmtDate(k.last_used_at) : '<span class="muted">never</span>'}</td>
         <td><span class="status ${k.status}">${k.status === 'active' ? 'Active' : 'Revoked'}</span></td>
-        <td class="num">${k.status === 'active' ? `<button class="danger revoke" data-id="${esc(k.id)}">Revoke</button>` : ''}</td></tr>`,
+        <td class="num">${k.status === 'active' ? `<button class="danger revoke" data-id="${esc(k.id)}" aria-label="Revoke ${esc(k.name || 'Unnamed key')}">Revoke</button>` : ''}</td></tr>`,
           )
           .join('')
       : '<tr><td colspan="6" class="muted">No keys yet.</td></tr>';
@@ -212,33 +296,50 @@
 
   // ---- Entries ----
   async function loadEntries() {
+    const asked = ++latest.entries;
     const r = await api(`/entries?page=${state.page}&per_page=${state.perPage}&q=${encodeURIComponent(state.q)}`);
+    if (asked !== latest.entries) return;
     const p = r.pagination;
+    // Past the last page (its last entry deleted, here or elsewhere): the last page there is.
+    if (r.data.length === 0 && p.total > 0 && state.page > p.total_pages) {
+      state.page = p.total_pages;
+      return loadEntries();
+    }
     $('#entries-table tbody').innerHTML = r.data.length
       ? r.data
           .map(
             (e) =>
-              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
+              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}"><button type="button" class="open-entry" dir="auto">${esc(e.question)}</button></td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
           )
           .join('')
       : `<tr><td colspan="4" class="muted">${state.q ? 'No entries match this search.' : 'Nothing cached yet: store answers through the API.'}</td></tr>`;
-    $('#page-info').textContent = p.total ? `Page ${p.page} of ${p.total_pages} · ${fmtInt(p.total)} entries` : '0 entries';
+    $('#page-info').textContent = p.total ? `Page ${p.page} of ${p.total_pages} · ${plural(p.total, 'entry', 'entries')}` : '0 entries';
     $('#prev').disabled = p.page <= 1;
     $('#next').disabled = p.page >= p.total_pages;
   }
 
+  // Texts of the account's own (questions, answers, key names) are dir="auto": each is shown in
+  // the direction of its first letter, so that a Hebrew or Arabic one reads right to left with its
+  // punctuation at its end, not at the wrong side.
   async function showEntry(id) {
     state.selected = id;
+    const asked = ++latest.entry;
     const e = await api(`/entries/${id}`);
-    const msgs = e.messages.map((m) => `<div class="msg"><span class="role">${esc(m.role)}</span>${esc(m.content)}</div>`).join('');
+    if (asked !== latest.entry) return;
+    const msgs = e.messages
+      .map((m) => `<div class="msg"><span class="role">${esc(m.role)}</span><div dir="auto">${esc(m.content)}</div></div>`)
+      .join('');
     const panel = $('#entry');
-    panel.innerHTML = `<h3>Entry ${e.id}</h3>
+    panel.innerHTML = `<h3 tabindex="-1">Entry ${e.id}</h3>
       <div class="meta"><span>Model</span><b>${esc(e.model)}</b><span>Tokens</span><b>${fmtInt(e.tokens)}</b><span>Hits</span><b>${fmtInt(e.usage_count)}</b>
       <span>Cached</span><b>${fmtDate(e.created_at)}</b><span>Last hit</span><b>${fmtDate(e.last_hit_at)}</b><span>Expires</span><b>${e.expires_at ? fmtDate(e.expires_at) : 'never'}</b>${e.namespace ? `<span>Namespace</span><b>${esc(e.namespace)}</b>` : ''}</div>
-      ${msgs}<div class="msg answer"><span class="role">cached answer</span>${esc(e.answer)}</div>
+      ${msgs}<div class="msg answer"><span class="role">cached answer</span><div dir="auto">${esc(e.answer)}</div></div>
       <div><button class="danger" id="delete-entry" data-id="${e.id}">Delete entry</button></div>`;
     panel.hidden = false;
     for (const tr of document.querySelectorAll('#entries-table tbody tr')) tr.classList.toggle('selected', Number(tr.dataset.id) === id);
+    // To the entry opened: read next with the keyboard or a screen reader, and in view where it
+    // is below the list (a narrow window).
+    panel.querySelector('h3').focus();
   }
 
   // ---- Settings ----
@@ -270,15 +371,34 @@
     }
   });
   $('#logout').addEventListener('click', async () => {
-    await api('/logout', { method: 'POST' }).catch(() => undefined);
+    try {
+      await api('/logout', { method: 'POST' });
+    } catch (e) {
+      // Not signed out unless the server said so: the session would still let anyone at this
+      // browser in.
+      if (e.message !== SIGNED_OUT) return toast(e.message);
+    }
     showLogin();
   });
   for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => switchTab(b.dataset.tab));
+  $('.tabs').addEventListener('keydown', (ev) => {
+    const tabs = [...document.querySelectorAll('.tab')];
+    const at = tabs.indexOf(document.activeElement);
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1 }[ev.key];
+    if (at < 0 || to === undefined) return;
+    ev.preventDefault();
+    const next = tabs[(to + tabs.length) % tabs.length];
+    next.focus();
+    switchTab(next.dataset.tab);
+  });
   for (const b of document.querySelectorAll('#granularity button')) {
     b.addEventListener('click', () => {
       state.granularity = b.dataset.g;
-      for (const x of document.querySelectorAll('#granularity button')) x.classList.toggle('on', x === b);
-      loadUsage().catch((e) => toast(e.message));
+      for (const x of document.querySelectorAll('#granularity button')) {
+        x.classList.toggle('on', x === b);
+        x.setAttribute('aria-pressed', String(x === b));
+      }
+      loadUsage().catch(report);
     });
   }
   $('#key-form').addEventListener('submit', async (ev) => {
@@ -288,9 +408,10 @@
       $('#new-key-value').textContent = k.key;
       $('#new-key').hidden = false;
       $('#key-name').value = '';
+      $('#copy-key').focus();
       await loadKeys();
     } catch (e) {
-      toast(e.message);
+      report(e);
     }
   });
   $('#copy-key').addEventListener('click', async () => {
@@ -312,7 +433,7 @@
       await api(`/keys/${encodeURIComponent(b.dataset.id)}/revoke`, { method: 'POST' });
     } catch (e) {
       // Not revoked: the key still works, and the toast must not say otherwise.
-      if (e.message !== 'signed out') toast(e.message);
+      report(e);
       return;
     }
     toast('Key revoked');
@@ -322,19 +443,24 @@
     ev.preventDefault();
     state.q = $('#search').value.trim();
     state.page = 1;
-    loadEntries().catch((e) => toast(e.message));
+    loadEntries().catch(report);
   });
-  $('#prev').addEventListener('click', () => {
-    state.page = Math.max(1, state.page - 1);
-    loadEntries();
-  });
-  $('#next').addEventListener('click', () => {
-    state.page += 1;
-    loadEntries();
-  });
+  // The page shown stays the current one until the next has come.
+  async function goToPage(page) {
+    const shown = state.page;
+    state.page = page;
+    try {
+      await loadEntries();
+    } catch (e) {
+      state.page = shown;
+      report(e);
+    }
+  }
+  $('#prev').addEventListener('click', () => goToPage(Math.max(1, state.page - 1)));
+  $('#next').addEventListener('click', () => goToPage(state.page + 1));
   $('#entries-table').addEventListener('click', (ev) => {
     const tr = ev.target.closest('tr.clickable');
-    if (tr) showEntry(Number(tr.dataset.id)).catch((e) => toast(e.message));
+    if (tr) showEntry(Number(tr.dataset.id)).catch(report);
   });
   $('#entry').addEventListener('click', async (ev) => {
     const b = ev.target.closest('#delete-entry');
@@ -343,14 +469,18 @@
       await api(`/entries/${b.dataset.id}`, { method: 'DELETE' });
     } catch (e) {
       // Not deleted: the entry still matches, and the toast must not say otherwise.
-      if (e.message !== 'signed out') toast(e.message);
+      report(e);
       return;
     }
     $('#entry').hidden = true;
     state.selected = null;
     toast('Entry deleted');
     await loadEntries();
+    // The button pressed is gone: back to the list.
+    ($('#entries-table .open-entry') ?? $('#search')).focus();
   });
+  // Changed again, the form is no longer what was saved.
+  $('#settings-form').addEventListener('input', () => ($('#settings-saved').hidden = true));
   $('#settings-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     try {
@@ -361,7 +491,7 @@
       state.account = me.account;
       $('#settings-saved').hidden = false;
     } catch (e) {
-      toast(e.message);
+      report(e);
     }
   });
 
