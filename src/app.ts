@@ -248,6 +248,13 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     closing = true;
     done();
   });
+  // A request in flight when the server starts closing is answered on a connection that is then
+  // closed: Node closes the idle ones once, at the start, and one kept alive after it would hold
+  // the shutdown until the client let it go (a proxy's pool: never), past the forced exit.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('Connection', 'close');
+    done(null, payload);
+  });
   // A callback hook: when auth and limits are decided in process, no promise is made per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);

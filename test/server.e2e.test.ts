@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import { Agent, request } from 'node:http';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -453,6 +453,76 @@ describe('npm start, as the README runs it', () => {
       } catch {
         // stopped already
       }
+    }
+  });
+});
+
+describe('a server stopping while clients keep their connections open', () => {
+  const dir = tempDir('reprise-e2e-kept-');
+  const env = { REPRISE_DATA_DIR: dir, REPRISE_EMBED_WORKERS: '1' };
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('SIGTERM with a request in flight on a kept-alive connection: answered with Connection: close, and the server stops cleanly', async () => {
+    const stopping = await startServerProcess(env);
+    const created = await runCli(['keys', 'create', '--account', 'kept-alive', '--json'], env);
+    const key = (JSON.parse(created.stdout) as { key: string }).key;
+    const messages = [user('checked on a kept-alive connection while the server stops')];
+    // A client (a proxy, a pool) that keeps its connections open as long as the server does.
+    const agent = new Agent({ keepAlive: true });
+    const { hostname, port } = new URL(stopping.url);
+    const ask = (body: string) => {
+      const req = request({
+        host: hostname,
+        port,
+        agent,
+        method: 'POST',
+        path: '/api/v1/check',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      });
+      const answered = new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        req.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+        });
+        req.on('error', reject);
+      });
+      return { req, answered };
+    };
+    const body = JSON.stringify({ messages });
+    // One request answered first, so the connection is one the client keeps.
+    const first = ask(body);
+    first.req.end(body);
+    assert.equal((await first.answered).status, 200);
+    const inFlight = ask(body);
+    await new Promise((resolve) => inFlight.req.write(body.slice(0, 10), resolve));
+    stopping.child.kill('SIGTERM');
+    // Once no new connection is taken, the server is closing: the request finishes after that.
+    assert.ok(
+      await eventually(
+        () =>
+          new Promise<boolean>((resolve) => {
+            const probe = connect(Number(port), hostname);
+            probe.on('connect', () => {
+              probe.destroy();
+              resolve(false);
+            });
+            probe.on('error', () => resolve(true));
+          }),
+      ),
+    );
+    inFlight.req.end(body.slice(10));
+    const res = await inFlight.answered;
+    assert.equal(res.status, 200);
+    assert.equal(res.connection, 'close');
+    const [code] = (await once(stopping.child, 'exit')) as [number | null];
+    agent.destroy();
+    assert.equal(code, 0);
+    // Its counters were written at the stop.
+    const again = await startServerProcess(env);
+    try {
+      assert.equal((await api(again.url, 'GET', '/api/v1/usage', key)).json.total_requests, 2);
+    } finally {
+      await again.stop('SIGKILL');
     }
   });
 });
