@@ -244,16 +244,21 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
 
   const auth = authHook(ctx);
   let closing = false;
+  // Node closes the idle connections once, as the close starts. One whose request was in flight
+  // then is kept alive after its answer (a keep-alive pool, a proxy's) and would hold the close
+  // until the client let it go, past the forced exit: connections are closed as they fall idle.
+  // (A request pipelined behind the one in flight is still answered, 503, before its connection
+  // falls idle.)
+  let closeIdle: NodeJS.Timeout | undefined;
   app.addHook('preClose', (done) => {
     closing = true;
+    closeIdle = setInterval(() => app.server.closeIdleConnections(), 20);
+    closeIdle.unref();
     done();
   });
-  // A request in flight when the server starts closing is answered on a connection that is then
-  // closed: Node closes the idle ones once, at the start, and one kept alive after it would hold
-  // the shutdown until the client let it go (a proxy's pool: never), past the forced exit.
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('Connection', 'close');
-    done(null, payload);
+  app.addHook('onClose', (_app, done) => {
+    clearInterval(closeIdle);
+    done();
   });
   // A callback hook: when auth and limits are decided in process, no promise is made per request.
   app.addHook('onRequest', (request, reply, done) => {

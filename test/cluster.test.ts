@@ -641,8 +641,14 @@ describe('cluster: a node that stops in the middle of stores', { skip }, () => {
       a.child.kill('SIGCONT');
       stopped = true;
       await Promise.all(writers);
-      // A's stores that were let go, or whose transaction was ended, are 503 for its clients to retry.
-      assert.deepEqual([...onA].sort(), [200, 503]);
+      // A's stores that were let go, or whose transaction was ended, are 503 for its clients to
+      // retry; none is an error of the server. (How many of them were let in first depends on
+      // the machine's load.)
+      assert.ok(onA.has(503), `node A's statuses: ${[...onA].join(', ')}`);
+      assert.ok(
+        [...onA].every((s) => s === 200 || s === 503),
+        `node A's statuses: ${[...onA].join(', ')}`,
+      );
       // Node A goes on serving once it runs again.
       const hit = await api(a.url, 'POST', '/api/v1/check', key, { messages: [user('stored on B meanwhile 3')] });
       assert.equal(hit.json.answer, 'B');

@@ -462,7 +462,7 @@ describe('a server stopping while clients keep their connections open', () => {
   const env = { REPRISE_DATA_DIR: dir, REPRISE_EMBED_WORKERS: '1' };
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  test('SIGTERM with a request in flight on a kept-alive connection: answered with Connection: close, and the server stops cleanly', async () => {
+  test('SIGTERM with a request in flight on a kept-alive connection: answered, the connection closed, and the server stops cleanly', async () => {
     const stopping = await startServerProcess(env);
     const created = await runCli(['keys', 'create', '--account', 'kept-alive', '--json'], env);
     const key = (JSON.parse(created.stdout) as { key: string }).key;
@@ -479,10 +479,10 @@ describe('a server stopping while clients keep their connections open', () => {
         path: '/api/v1/check',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       });
-      const answered = new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+      const answered = new Promise<{ status: number }>((resolve, reject) => {
         req.on('response', (res) => {
           res.resume();
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
         });
         req.on('error', reject);
       });
@@ -513,7 +513,8 @@ describe('a server stopping while clients keep their connections open', () => {
     inFlight.req.end(body.slice(10));
     const res = await inFlight.answered;
     assert.equal(res.status, 200);
-    assert.equal(res.connection, 'close');
+    // The client keeps the connection (the agent is destroyed only after the exit): the server
+    // closes it and exits of itself, not by the forced exit of 10 s later, whose code is 1.
     const [code] = (await once(stopping.child, 'exit')) as [number | null];
     agent.destroy();
     assert.equal(code, 0);
