@@ -140,8 +140,7 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.equal(me.account.entry_ttl_seconds, 86400);
     await shot('settings');
 
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   /** Creates an account with a dashboard password and a key; returns the key. */
@@ -161,6 +160,19 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.locator('#tab-usage').waitFor();
   }
 
+  /** Signs out and waits for the sign-in form. */
+  async function signOut(): Promise<void> {
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+  }
+
+  /** A new account with a password and a key, signed in at the dashboard; returns the key. */
+  async function signedInAs(name: string): Promise<string> {
+    const key = await accountWithPassword(name);
+    await signIn(name);
+    return key;
+  }
+
   test('requests that all missed are charted as a hit rate of 0% and no savings, not as no requests', async () => {
     const key = await accountWithPassword('all-misses');
     for (const content of ['first miss', 'second miss']) {
@@ -176,8 +188,7 @@ describe('dashboard in a real browser', { skip }, () => {
       assert.equal(await page.locator(`${chart} .empty`).count(), 0, `${chart} does not say there were no requests`);
       assert.equal(await page.locator(`${chart} canvas`).count(), 1, `${chart} is drawn`);
     }
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('entries never served are not listed as most reused', async () => {
@@ -186,19 +197,16 @@ describe('dashboard in a real browser', { skip }, () => {
     await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'Everest.', model: 'gpt-4o' });
     await signIn('never-reused');
     await page.locator('#top-entries td', { hasText: 'No entry reused yet.' }).waitFor();
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
     assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_hit, true);
     await signIn('never-reused');
     await page.locator('#top-entries td', { hasText: 'What is the tallest mountain?' }).waitFor();
     assert.equal(await page.locator('#top-entries tbody tr').count(), 1);
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('a revoke that the server refused (the session was signed out meanwhile) is not announced as done', async () => {
-    const key = await accountWithPassword('signed-out-revoker');
-    await signIn('signed-out-revoker');
+    const key = await signedInAs('signed-out-revoker');
     await page.click('button[data-tab=keys]');
     await page.locator('#keys-table button.revoke').waitFor();
     // The password is set again (a leaked one reset): every session of the account is signed out.
@@ -247,8 +255,7 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.keyboard.press('Enter');
     await page.locator('#entries-table td', { hasText: 'Nothing cached yet' }).waitFor();
     assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_hit, false);
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('in a phone-sized window no tab is wider than the screen', async () => {
@@ -379,8 +386,7 @@ describe('dashboard in a real browser', { skip }, () => {
     // The labels around them stay left to right.
     assert.equal(await rtl('#entry .msg .role'), false);
     await shot('right-to-left');
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('an entry of 100,000 characters is shown in boxes that scroll, its Delete button near', async () => {
@@ -399,13 +405,11 @@ describe('dashboard in a real browser', { skip }, () => {
     const answer = page.locator('#entry .msg.answer [dir=auto]');
     assert.equal((await answer.innerText()).length >= 199_990, true);
     assert.ok(await answer.evaluate((el) => el.scrollHeight > el.clientHeight));
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('what a screen reader is told: the period chosen, which key a Revoke button revokes, what an action did', async () => {
-    await accountWithPassword('screen-reader');
-    await signIn('screen-reader');
+    await signedInAs('screen-reader');
     const pressed = (name: string) => page.getByRole('button', { name, exact: true, pressed: true });
     await pressed('By hour').waitFor();
     await page.getByRole('button', { name: 'By day', exact: true }).click();
@@ -420,8 +424,7 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'copy-key');
     await page.getByRole('button', { name: 'Revoke read aloud' }).click();
     await page.getByRole('status').getByText('Key revoked').waitFor();
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('an account of one entry has "1 entry", not "1 entries"', async () => {
@@ -434,8 +437,7 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('button[data-tab=entries]');
     await page.locator('#entries-table tr.clickable').waitFor();
     assert.equal(await page.locator('#page-info').innerText(), 'Page 1 of 1 · 1 entry');
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('a search longer than the server takes cannot be typed: the list never shows an earlier search under it', async () => {
@@ -450,13 +452,11 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.press('#search', 'Enter');
     await page.locator('#entries-table td', { hasText: 'No entries match this search.' }).waitFor();
     assert.equal((await page.inputValue('#search')).length, 200);
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('a session that ended while the page was open: the sign-in form says so, and nothing says "signed out" as an error', async () => {
-    await accountWithPassword('session-ended');
-    await signIn('session-ended');
+    await signedInAs('session-ended');
     await page.click('button[data-tab=keys]');
     await page.fill('#key-name', 'after the end');
     const pw = await runCli(['accounts', 'set-password', 'session-ended', '--password-stdin'], env, 'correct horse battery\n');
@@ -468,8 +468,7 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.fill('#login-password', 'correct horse battery');
     await page.click('#login-form button[type=submit]');
     await page.locator('#tab-keys').waitFor();
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
     assert.equal(await page.locator('#login-error').isVisible(), false);
   });
 
@@ -507,8 +506,7 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('#delete-entry');
     await page.locator('#page-info', { hasText: 'Page 1 of 1 · 20 entries' }).waitFor();
     assert.equal(await page.locator('#entries-table tr.clickable').count(), 20);
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('the savings chart of large amounts keeps its labels whole, not cut at its left edge', async () => {
@@ -529,8 +527,7 @@ describe('dashboard in a real browser', { skip }, () => {
     });
     assert.equal(inked.n, 0, 'no label reaches the left edge of the chart');
     await page.locator('#chart-savings').screenshot({ path: path.join(ARTIFACTS, 'dashboard-large-savings.png') });
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('a large savings figure stays inside its card', async () => {
@@ -545,8 +542,7 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.ok(inner && outer && inner.x + inner.width <= outer.x + outer.width, 'the figure ends inside the card');
     const text = await card.locator('.value').evaluate((el) => el.scrollWidth <= el.clientWidth);
     assert.equal(text, true, 'the figure is not wider than its box');
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('pages asked for one after the other are shown in that order, however their answers come', async () => {
@@ -581,8 +577,7 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.equal(await page.locator('#next').isDisabled(), true);
     await page.click('#prev');
     await page.locator('#page-info', { hasText: 'Page 2 of 3' }).waitFor();
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('by day, a browser west of Greenwich sees the requests of today on its date (UTC days), not on the day before', async () => {
@@ -634,29 +629,25 @@ describe('dashboard in a real browser', { skip }, () => {
   });
 
   test('a threshold of three decimals (0.875) can be saved, as the API takes it', async () => {
-    await accountWithPassword('fine-threshold');
-    await signIn('fine-threshold');
+    await signedInAs('fine-threshold');
     await page.click('button[data-tab=settings]');
     await page.fill('#threshold', '0.875');
     await page.click('#settings-form button[type=submit]');
     await page.locator('#settings-saved').waitFor();
     const me = await page.evaluate(async () => (await fetch('/dashboard/api/me')).json());
     assert.equal(me.account.default_threshold, 0.875);
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('"Saved" is said to a screen reader, and goes once a setting is changed again', async () => {
-    await accountWithPassword('saved-or-not');
-    await signIn('saved-or-not');
+    await signedInAs('saved-or-not');
     await page.click('button[data-tab=settings]');
     await page.fill('#ttl', '3600');
     await page.click('#settings-form button[type=submit]');
     await page.getByRole('status').getByText('Saved').waitFor();
     await page.fill('#ttl', '7200');
     assert.equal(await page.locator('#settings-saved').isVisible(), false, 'not saved yet');
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('after a sign-out, the next account signed in on the same page sees nothing of the one before', async () => {
@@ -676,8 +667,7 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.click('button[data-tab=entries]');
     await page.locator('#entries-table tr.clickable', { hasText: 'A question of the first account' }).click();
     await page.locator('#entry .msg.answer').waitFor();
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
 
     // The next person, at the same browser, without a reload.
     await page.fill('#login-account', 'next-at-the-desk');
@@ -690,8 +680,7 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.ok(!html.includes(secret), "the first account's new key is not in the page");
     assert.ok(!html.includes('An answer of the first account'), "the first account's entry is not in the page");
     assert.equal(await page.locator('#new-key').isVisible(), false);
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 
   test('a tab that finds another account signed in (in another tab) shows that account, and nothing of its own', async () => {
@@ -729,8 +718,7 @@ describe('dashboard in a real browser', { skip }, () => {
   });
 
   test('the tabs are a tab list as screen readers and the keyboard know it: arrow keys move between them, each panel is named by its tab', async () => {
-    await accountWithPassword('arrow-keys');
-    await signIn('arrow-keys');
+    await signedInAs('arrow-keys');
     await page.getByRole('tab', { name: 'Usage' }).focus();
     await page.keyboard.press('ArrowRight');
     await page.getByRole('tabpanel', { name: 'API Keys' }).waitFor();
@@ -743,7 +731,6 @@ describe('dashboard in a real browser', { skip }, () => {
     // One stop for the tab list in the Tab order: the tab selected.
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'logout');
-    await page.click('#logout');
-    await page.locator('#login-form').waitFor();
+    await signOut();
   });
 });
