@@ -401,6 +401,28 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // applied from the change log before semantic checks search it.
   const background = new AbortController();
   /**
+   * Saves the embedded store's snapshot of the index at `seq` (the last vector write it holds),
+   * and records its token in the database once it is whole on disk: a crash between the two
+   * leaves them unmatched, and the index is rebuilt from the database.
+   */
+  const saveEmbeddedSnapshot = async (s: NonNullable<typeof snapshot>, seq: number): Promise<void> => {
+    const token = randomUUID();
+    saveSnapshot(index, s.dir, s.tag, token, seq);
+    await s.store.setSnapshotToken(token, seq);
+  };
+  /**
+   * Saves a cluster node's snapshot of the index, recorded in PostgreSQL before it is written (a
+   * record without its files is never matched); its token. Its change number is below any still
+   * looked for: a change that commits late is applied after the next start.
+   */
+  const saveNodeSnapshot = async (n: NonNullable<typeof nodeSnapshot>): Promise<string> => {
+    const token = randomUUID();
+    const seq = n.sync.snapshotThrough;
+    await n.store.recordSnapshot(token, seq);
+    saveSnapshot(index, snapshotDir, n.tag, token, seq);
+    return token;
+  };
+  /**
    * After a start that had no snapshot to load (none saved yet, a data directory never stopped
    * cleanly, one of another embedder, damaged, or beside another database), the index rebuilt from
    * the database is saved at once, so that a crash before the next clean stop brings it up to date
@@ -410,18 +432,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const saveRebuilt = async (): Promise<void> => {
     const started = performance.now();
     try {
-      if (snapshot && rebuiltAt !== null) {
-        const token = randomUUID();
-        saveSnapshot(index, snapshot.dir, snapshot.tag, token, rebuiltAt);
-        await snapshot.store.setSnapshotToken(token, rebuiltAt);
-      } else if (nodeSnapshot && nodeToken === null) {
-        // Recorded in PostgreSQL first, as at shutdown; the next shutdown's replaces it.
-        const token = randomUUID();
-        const seq = nodeSnapshot.sync.snapshotThrough;
-        await nodeSnapshot.store.recordSnapshot(token, seq);
-        saveSnapshot(index, snapshotDir, nodeSnapshot.tag, token, seq);
-        nodeToken = token;
-      } else return;
+      if (snapshot && rebuiltAt !== null) await saveEmbeddedSnapshot(snapshot, rebuiltAt);
+      // The next shutdown's replaces it.
+      else if (nodeSnapshot && nodeToken === null) nodeToken = await saveNodeSnapshot(nodeSnapshot);
+      else return;
     } catch (err) {
       // None is left half-made: the next start rebuilds, as before.
       if (snapshot) {
@@ -600,25 +614,15 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       // An index not loaded whole is not saved: the next start would take it for all there is.
       if (snapshot && cache.indexReady) {
         await forgetDeleted();
-        // Written to the database once the snapshot is whole on disk: a crash between the two
-        // leaves them unmatched, and the index is rebuilt from the database.
-        const token = randomUUID();
-        const seq = snapshot.store.vectorSeq();
-        saveSnapshot(index, snapshot.dir, snapshot.tag, token, seq);
-        await snapshot.store.setSnapshotToken(token, seq);
+        await saveEmbeddedSnapshot(snapshot, snapshot.store.vectorSeq());
       }
       if (nodeSnapshot && cache.indexReady) {
-        // Recorded in PostgreSQL before it is written (a record without its files is never
-        // matched): when PostgreSQL does not answer, the snapshot on disk, the one loaded at start
-        // and recorded then, is kept for the next start. The record of that one is forgotten once
-        // the new one has replaced it.
-        const token = randomUUID();
-        // Below any change number still looked for: a change that commits late is applied after the start.
-        const seq = nodeSnapshot.sync.snapshotThrough;
+        // When PostgreSQL does not answer, the snapshot on disk, the one loaded at start and
+        // recorded then, is kept for the next start. The record of that one is forgotten once the
+        // new one has replaced it.
         let saved = false;
         try {
-          await nodeSnapshot.store.recordSnapshot(token, seq);
-          saveSnapshot(index, snapshotDir, nodeSnapshot.tag, token, seq);
+          await saveNodeSnapshot(nodeSnapshot);
           saved = true;
           if (nodeToken !== null) await nodeSnapshot.store.forgetSnapshot(nodeToken);
         } catch (err) {
