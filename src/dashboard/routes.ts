@@ -152,23 +152,16 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
       // Every attempt takes its token before the password is checked, so attempts made at the
       // same moment cannot all pass a look at the bucket before any of them is charged.
       const addressKey = `login:${limitedAddress(request.ip)}`;
+      // A 429 with its Retry-After (the error handler sets the header from `retryAfter`).
+      const tooMany = (why: string, retryAfter: number) => new ApiError('RATE_LIMIT_EXCEEDED', why, undefined, Math.max(1, retryAfter));
       const gate = await ctx.limiter.consume(addressKey, LOGIN_RULE);
-      if (!gate.allowed) {
-        reply.header('Retry-After', gate.retryAfter || 1);
-        throw new ApiError('RATE_LIMIT_EXCEEDED', 'Too many sign-in attempts; wait and try again', undefined, Math.max(1, gate.retryAfter));
-      }
+      if (!gate.allowed) throw tooMany('Too many sign-in attempts; wait and try again', gate.retryAfter);
       const accountKey = `login-account:${name}`;
       const accountGate = await ctx.limiter.consume(accountKey, ACCOUNT_LOGIN_RULE);
       if (!accountGate.allowed) {
         // Not this address's doing: its attempt is given back.
         await ctx.limiter.consume(addressKey, LOGIN_RULE, -1);
-        reply.header('Retry-After', accountGate.retryAfter || 1);
-        throw new ApiError(
-          'RATE_LIMIT_EXCEEDED',
-          'Too many failed sign-ins to this account; wait and try again',
-          undefined,
-          Math.max(1, accountGate.retryAfter),
-        );
+        throw tooMany('Too many failed sign-ins to this account; wait and try again', accountGate.retryAfter);
       }
       const account = await ctx.store.getAccountByName(name);
       const ok = await verifyPassword(password, account ? await ctx.store.getPasswordHash(account.id) : null);
