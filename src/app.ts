@@ -95,6 +95,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   const limiter = new MemoryRateLimiter();
   // A number of proxies: believe that many hops of X-Forwarded-For, counted from this server.
   const trust = ctx.config.trustProxy;
+  // The logger of the answers written before routing; set once the server is made.
+  let serverLog: FastifyBaseLogger | null = null;
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
     bodyLimit: ctx.config.limits.bodyBytes,
@@ -123,7 +125,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     },
     // Requests the HTTP parser refuses (a malformed request line or header, headers over 16 KB, a
     // request too slow to arrive) never reach Fastify's hooks: answered here in the spec's shape.
-    clientErrorHandler: (err, socket) => answerClientError(err, socket, limiter),
+    clientErrorHandler: (err, socket) => answerClientError(err, socket, limiter, serverLog),
     // Errors met before routing (a path that is not valid percent-encoding) skip the hooks and the
     // error handler: answered here in the same shape, with the same headers as a public path.
     frameworkErrors: (err, request, routedReply) => {
@@ -160,7 +162,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
         .then((apiError) => void reply.send(errorReply(apiError, err, request, reply)));
     },
   });
-  app.server.on('connect', (_req: unknown, socket: Socket) => answerConnect(socket, limiter));
+  serverLog = app.log;
+  app.server.on('connect', (_req: unknown, socket: Socket) => answerConnect(socket, limiter, app.log));
   // Node answers an Expect other than 100-continue itself (417, no body) unless told otherwise:
   // such requests are handed to Fastify, whose request hook refuses them in the spec's shape.
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => app.server.emit('request', req, res));
@@ -439,7 +442,12 @@ function clientFailure(err: NodeJS.ErrnoException): ApiError {
  * headers, then closes the connection (what follows on it cannot be framed). Nothing is sent on a
  * connection the client has already reset.
  */
-function answerClientError(err: NodeJS.ErrnoException, socket: Socket, limiter: AppContext['limiter']): void {
+function answerClientError(
+  err: NodeJS.ErrnoException,
+  socket: Socket,
+  limiter: AppContext['limiter'],
+  log: FastifyBaseLogger | null,
+): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   // As Node does: a response already under way on the connection is not broken into.
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
@@ -447,19 +455,23 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket, limiter: 
     socket.destroy();
     return;
   }
-  answerOnSocket(clientFailure(err), socket, limiter);
+  answerOnSocket(clientFailure(err), socket, limiter, log);
 }
 
 /**
  * Answers a CONNECT request. Node hands it to the server's 'connect' listeners instead of to
  * Fastify, and closes the connection without a word when there are none.
  */
-function answerConnect(socket: Socket, limiter: AppContext['limiter']): void {
-  answerOnSocket(new ApiError('METHOD_NOT_ALLOWED', 'CONNECT is not supported: Reprise is not a proxy'), socket, limiter);
+function answerConnect(socket: Socket, limiter: AppContext['limiter'], log: FastifyBaseLogger | null): void {
+  answerOnSocket(new ApiError('METHOD_NOT_ALLOWED', 'CONNECT is not supported: Reprise is not a proxy'), socket, limiter, log);
 }
 
-/** Writes `failure` in the spec's shape on a connection no reply object owns, then closes it. */
-function answerOnSocket(failure: ApiError, socket: Socket, limiter: AppContext['limiter']): void {
+/**
+ * Writes `failure` in the spec's shape on a connection no reply object owns, then closes it. It
+ * carries a request id and a Date as every other answer does, and the log has a line with that id.
+ */
+function answerOnSocket(failure: ApiError, socket: Socket, limiter: AppContext['limiter'], log: FastifyBaseLogger | null): void {
+  const reqId = randomUUID();
   Promise.resolve()
     .then(() => limiter.consume(`public:${limitedAddress(socket.remoteAddress ?? 'unknown')}`, PUBLIC_RULE))
     .then(
@@ -477,8 +489,11 @@ function answerOnSocket(failure: ApiError, socket: Socket, limiter: AppContext['
         'Content-Type: application/json; charset=utf-8',
         `Content-Length: ${Buffer.byteLength(body)}`,
         'Connection: close',
+        `X-Request-Id: ${reqId}`,
+        `Date: ${new Date().toUTCString()}`,
       ];
       if (r) head.push(`X-RateLimit-Limit: ${r.limit}`, `X-RateLimit-Remaining: ${r.remaining}`, `X-RateLimit-Reset: ${r.resetAt}`);
+      log?.info({ reqId, status: failure.status, code: failure.code }, 'request refused before it could be routed');
       // Closed once written, whatever the client does with its side.
       socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
     });

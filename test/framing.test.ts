@@ -37,6 +37,10 @@ function assertSpecError(res: RawResponse, status: number, code: string): void {
   assert.match(res.headers.get('x-ratelimit-limit') ?? '', /^\d+$/);
   assert.match(res.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/);
   assert.match(res.headers.get('x-ratelimit-reset') ?? '', /^\d+$/);
+  // A request id on every answer, as the OpenAPI document declares for each status, also on those
+  // the HTTP parser refused before any route: the id a client quotes when it reports a failure.
+  assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  assert.ok(!Number.isNaN(Date.parse(res.headers.get('date') ?? '')), 'a Date header');
 }
 
 describe('requests the HTTP parser refuses are answered in the error shape', () => {
