@@ -268,6 +268,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     reply.header('X-Request-Id', request.id);
     if (closing) {
       reply.header('Connection', 'close');
+      // The rate-limit headers are on every response: a closing server, which neither looks up the
+      // key nor asks the shared limiter, gives those of the caller's address, as a public path does.
+      setRateHeaders(reply, limiter.consumeSync(`public:${limitedAddress(request.ip)}`, PUBLIC_RULE));
       done(new ApiError('SERVICE_UNAVAILABLE', 'Reprise is shutting down; retry on another node or after it restarts') as FastifyError);
       return;
     }

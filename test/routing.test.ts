@@ -147,6 +147,10 @@ describe('routing, health and documents', () => {
       assert.match(first ?? '', /^HTTP\/1\.1 200/);
       assert.match(second ?? '', /^HTTP\/1\.1 503/);
       assert.match(second ?? '', /x-request-id: /i);
+      // The spec's rate-limit headers are on every response, this one too.
+      for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
+        assert.match(second ?? '', new RegExp(`\\r\\n${name}: \\d+\\r\\n`, 'i'), name);
+      }
       const error = JSON.parse((second ?? '').split('\r\n\r\n')[1] ?? '{}').error;
       assert.equal(error.code, 'SERVICE_UNAVAILABLE');
       assert.equal(typeof error.message, 'string');
