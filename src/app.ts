@@ -268,9 +268,6 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     reply.header('X-Request-Id', request.id);
     if (closing) {
       reply.header('Connection', 'close');
-      // The rate-limit headers are on every response: a closing server, which neither looks up the
-      // key nor asks the shared limiter, gives those of the caller's address, as a public path does.
-      setRateHeaders(reply, limiter.consumeSync(`public:${limitedAddress(request.ip)}`, PUBLIC_RULE));
       done(new ApiError('SERVICE_UNAVAILABLE', 'Reprise is shutting down; retry on another node or after it restarts') as FastifyError);
       return;
     }
@@ -348,6 +345,12 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     // takes QUERY, the request is answered as any other method no route takes.
     const apiError =
       err.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' && request.is404 ? unrouted(request, reply) : toApiError(err, request);
+    // The rate-limit headers are on every response. A request refused before its key's bucket was
+    // read (a closing server, a key lookup in a database that is down) gives those of its address,
+    // as a path without a key does.
+    if (!reply.hasHeader('X-RateLimit-Limit')) {
+      setRateHeaders(reply, limiter.consumeSync(`public:${limitedAddress(request.ip)}`, PUBLIC_RULE));
+    }
     return errorReply(apiError, err, request, reply);
   });
 

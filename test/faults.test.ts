@@ -82,6 +82,13 @@ describe('faults: PostgreSQL restarts and Redis goes away during traffic', { ski
       assert.equal(down.json().error.code, 'SERVICE_UNAVAILABLE');
       const check = await node.post('/api/v1/check', { messages: [user('kept 1')] }, key);
       assert.equal(check.statusCode, 503);
+      // A key the node has not seen is looked up in the database, which is down: a 503 too, with
+      // the rate-limit headers the spec puts on every response (the caller's address's).
+      const unseen = await node.get('/api/v1/usage', `rp_live_${'x'.repeat(40)}`);
+      assert.equal(unseen.statusCode, 503, unseen.body);
+      for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
+        assert.match(String(unseen.headers[name]), /^\d+$/, name);
+      }
       const health = await node.get('/healthz');
       assert.equal(health.statusCode, 503);
       // Which part is down, but not the database's address or its error.
