@@ -62,6 +62,7 @@ describe('dashboard API', () => {
     assert.equal(https.statusCode, 200);
 
     const codes: number[] = [];
+    const remaining: string[] = [];
     for (let i = 0; i < 12; i++) {
       const r = await t.app.inject({
         method: 'POST',
@@ -71,9 +72,18 @@ describe('dashboard API', () => {
       });
       codes.push(r.statusCode);
       if (r.statusCode === 401) assert.equal(r.json().error.code, 'INVALID_CREDENTIALS');
+      // The rate-limit headers of a failed sign-in are those of the sign-in limit (10 a minute),
+      // as a failed key's are the failed-authentication limit's: a 429 does not say 999 are left.
+      assert.equal(r.headers['x-ratelimit-limit'], '10');
+      remaining.push(String(r.headers['x-ratelimit-remaining']));
     }
     assert.deepEqual(codes.slice(0, 10), Array(10).fill(401));
     assert.deepEqual(codes.slice(10), [429, 429]);
+    assert.ok(
+      remaining.every((r, i) => /^\d$/.test(r) && (i === 0 || Number(r) <= Number(remaining[i - 1]))),
+      remaining.join(),
+    );
+    assert.deepEqual(remaining.slice(10), ['0', '0']);
     // Attempts made at the same moment are counted as they come, not after their passwords.
     const together = await Promise.all(
       Array.from({ length: 20 }, () =>
@@ -114,6 +124,8 @@ describe('dashboard API', () => {
       assert.equal(refused.json().error.code, 'RATE_LIMIT_EXCEEDED');
       assert.match(refused.json().error.message, /this account/);
       assert.ok(Number(refused.headers['retry-after']) >= 1);
+      assert.equal(refused.headers['x-ratelimit-limit'], '50', name);
+      assert.equal(refused.headers['x-ratelimit-remaining'], '0', name);
     }
     // While the name is limited, its password is not checked, the right one included.
     assert.equal((await attempt('dash-guessed', 'dash-guessed-password', 201)).statusCode, 429);

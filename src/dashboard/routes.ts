@@ -2,12 +2,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { setRateHeaders } from '../api/auth.ts';
 import type { AppContext } from '../api/context.ts';
 import { ApiError, invalid } from '../api/errors.ts';
 import { storable } from '../api/schemas.ts';
 import { entryDetail, entryListQuerySchema, listEntries, parseEntryId, type EntryListQuery } from '../api/routes/entries.ts';
 import { usageBody, usageQuerySchema, type UsageQuery } from '../api/routes/usage.ts';
 import { createKey } from '../keys/keys.ts';
+import type { LimitResult } from '../limits/interface.ts';
 import type { Account, Session } from '../store/interface.ts';
 import { verifyPassword } from './passwords.ts';
 import { limitedAddress } from '../util/address.ts';
@@ -155,17 +157,27 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
       // A 429 with its Retry-After (the error handler sets the header from `retryAfter`).
       const tooMany = (why: string, retryAfter: number) => new ApiError('RATE_LIMIT_EXCEEDED', why, undefined, Math.max(1, retryAfter));
       const gate = await ctx.limiter.consume(addressKey, LOGIN_RULE);
-      if (!gate.allowed) throw tooMany('Too many sign-in attempts; wait and try again', gate.retryAfter);
+      // A refused sign-in (401 or 429) has the rate-limit headers of the limit that counts it, as
+      // a refused API key has the failed-authentication limit's: not the page's 600 a minute.
+      const refusedBy = (r: LimitResult): void => setRateHeaders(reply, r);
+      if (!gate.allowed) {
+        refusedBy(gate);
+        throw tooMany('Too many sign-in attempts; wait and try again', gate.retryAfter);
+      }
       const accountKey = `login-account:${name}`;
       const accountGate = await ctx.limiter.consume(accountKey, ACCOUNT_LOGIN_RULE);
       if (!accountGate.allowed) {
         // Not this address's doing: its attempt is given back.
         await ctx.limiter.consume(addressKey, LOGIN_RULE, -1);
+        refusedBy(accountGate);
         throw tooMany('Too many failed sign-ins to this account; wait and try again', accountGate.retryAfter);
       }
       const account = await ctx.store.getAccountByName(name);
       const ok = await verifyPassword(password, account ? await ctx.store.getPasswordHash(account.id) : null);
-      if (!ok || !account) throw new ApiError('INVALID_CREDENTIALS', 'Wrong account name or password');
+      if (!ok || !account) {
+        refusedBy(gate);
+        throw new ApiError('INVALID_CREDENTIALS', 'Wrong account name or password');
+      }
       // Only failed attempts count: a successful one gives its tokens back.
       await ctx.limiter.consume(addressKey, LOGIN_RULE, -1);
       await ctx.limiter.consume(accountKey, ACCOUNT_LOGIN_RULE, -1);
