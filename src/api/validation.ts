@@ -61,7 +61,7 @@ function expectation(e: SchemaError): string {
     case 'maximum':
       return `a number <= ${String(p.limit)}`;
     case 'uniqueItems':
-      return 'no repeated items';
+      return 'an array without repeated items';
     case 'pattern':
       return p.pattern === STORABLE_TEXT
         ? 'text without NUL (U+0000) characters or unpaired surrogates'

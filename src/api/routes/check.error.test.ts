@@ -93,6 +93,13 @@ describe('POST /api/v1/check: invalid input', () => {
     assert.equal(body.error.details?.received, 'number 1.5');
   });
 
+  test('a repeated cache type is a 400 whose message reads as a sentence', async () => {
+    const res = await t.post('/api/v1/check', { messages: [user('a')], cache_types: ['exact', 'exact'] }, key);
+    const body = assertError(res, 400, 'INVALID_INPUT', 'cache_types');
+    assert.equal(body.error.message, 'cache_types must be an array without repeated items');
+    assert.equal(body.error.details?.expected, 'an array without repeated items');
+  });
+
   test('a body that is not JSON is a 400', async () => {
     const res = await t.app.inject({
       method: 'POST',
