@@ -100,6 +100,8 @@ export function schemaErrorToApiError(errors: readonly SchemaError[], body: unkn
       received: describe(body),
     });
   }
-  const message = missing !== undefined ? `${field} is required` : `${field} must be ${expected}`;
+  // A count of items is what a field must have ("at most 256 items"); anything else, what it must be.
+  const counted = e.keyword === 'maxItems' || (e.keyword === 'minItems' && e.params.limit !== 1);
+  const message = missing !== undefined ? `${field} is required` : `${field} must ${counted ? 'have' : 'be'} ${expected}`;
   return new ApiError('INVALID_INPUT', message, details);
 }

@@ -93,6 +93,17 @@ describe('POST /api/v1/check: invalid input', () => {
     assert.equal(body.error.details?.received, 'number 1.5');
   });
 
+  test('too many messages are refused in the same words by check and store', async () => {
+    const messages = [user('a'), user('b'), user('c'), user('d')];
+    for (const [url, body] of [
+      ['/api/v1/check', { messages }],
+      ['/api/v1/store', { messages, answer: 'x' }],
+    ] as const) {
+      const res = assertError(await t.post(url, body, key), 400, 'INVALID_INPUT', 'messages');
+      assert.equal(res.error.message, 'messages must have at most 3 items', url);
+    }
+  });
+
   test('a repeated cache type is a 400 whose message reads as a sentence', async () => {
     const res = await t.post('/api/v1/check', { messages: [user('a')], cache_types: ['exact', 'exact'] }, key);
     const body = assertError(res, 400, 'INVALID_INPUT', 'cache_types');
