@@ -264,6 +264,30 @@ describe('dashboard API', () => {
     void s;
   });
 
+  test("every answer to a signed-in call names the session's account, so that a page showing another can tell", async () => {
+    const mine = await signIn();
+    const theirs = await signIn('dash-other', '198.51.100.2');
+    const mineId = (await call('GET', '/dashboard/api/me', mine)).json().account.id as string;
+    const theirsId = (await call('GET', '/dashboard/api/me', theirs)).json().account.id as string;
+    assert.notEqual(mineId, theirsId);
+    for (const url of [
+      '/dashboard/api/me',
+      '/dashboard/api/keys',
+      '/dashboard/api/usage',
+      '/dashboard/api/entries',
+      '/dashboard/api/entries/1',
+    ]) {
+      assert.equal((await call('GET', url, mine)).headers['x-reprise-account'], mineId, url);
+      assert.equal((await call('GET', url, theirs)).headers['x-reprise-account'], theirsId, url);
+    }
+    // A change refused for its CSRF token says whose session it was too.
+    const refused = await call('POST', '/dashboard/api/keys', { cookie: mine.cookie, csrf: 'wrong' }, { name: 'x' });
+    assert.equal(refused.statusCode, 403);
+    assert.equal(refused.headers['x-reprise-account'], mineId);
+    // No session, no account.
+    assert.equal((await t.get('/dashboard/api/keys')).headers['x-reprise-account'], undefined);
+  });
+
   test('usage over time by hour and day, the same through the API and the dashboard', async () => {
     const s = await signIn();
     await t.post('/api/v1/check', { messages: [user('series question')] }, key);

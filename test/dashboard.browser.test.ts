@@ -717,6 +717,56 @@ describe('dashboard in a real browser', { skip }, () => {
     }
   });
 
+  test("a tab still showing one account, after another signed in in another tab, never shows the other's data under its name", async () => {
+    const ownerKey = await accountWithPassword('shown-owner');
+    const takerKey = await accountWithPassword('shown-taker');
+    await api(server.url, 'POST', '/api/v1/store', ownerKey, {
+      messages: [{ role: 'user', content: 'A question of the owner' }],
+      answer: 'Mine.',
+    });
+    await api(server.url, 'POST', '/api/v1/store', takerKey, {
+      messages: [{ role: 'user', content: 'A question of the taker' }],
+      answer: 'Theirs.',
+    });
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    try {
+      const [mine, theirs] = [await context.newPage(), await context.newPage()];
+      const signInAs = async (tab: Page, name: string) => {
+        await tab.goto(`${server.url}/dashboard`);
+        await tab.fill('#login-account', name);
+        await tab.fill('#login-password', 'correct horse battery');
+        await tab.click('#login-form button[type=submit]');
+        await tab.locator('#tab-usage').waitFor();
+      };
+      await signInAs(mine, 'shown-owner');
+      await mine.click('button[data-tab=entries]');
+      await mine.locator('#entries-table tr.clickable', { hasText: 'A question of the owner' }).waitFor();
+      // Every change to the page from here on is looked at: the taker's entry under the owner's name is noted.
+      await mine.evaluate(() => {
+        const seen: string[] = [];
+        (window as unknown as { mixed: string[] }).mixed = seen;
+        new MutationObserver(() => {
+          const who = document.querySelector('#who-name')?.textContent;
+          if (who === 'shown-owner' && document.querySelector('#app')?.textContent?.includes('of the taker')) seen.push(who);
+        }).observe(document.body, { subtree: true, childList: true, characterData: true });
+      });
+      await theirs.goto(`${server.url}/dashboard`);
+      await theirs.click('#logout');
+      await signInAs(theirs, 'shown-taker');
+
+      // Only reads: to the Usage tab and back to the Entries tab.
+      await mine.click('button[data-tab=usage]');
+      await mine.click('button[data-tab=entries]');
+      await mine.locator('#who-name', { hasText: 'shown-taker' }).waitFor();
+      await mine.locator('#toast', { hasText: 'Signed in as shown-taker in another tab' }).waitFor();
+      await mine.locator('#entries-table tr.clickable', { hasText: 'A question of the taker' }).waitFor();
+      assert.deepEqual(await mine.evaluate(() => (window as unknown as { mixed: string[] }).mixed), []);
+      assert.equal(await mine.locator('#entries-table tr.clickable', { hasText: 'A question of the owner' }).count(), 0);
+    } finally {
+      await context.close();
+    }
+  });
+
   test('the tabs are a tab list as screen readers and the keyboard know it: arrow keys move between them, each panel is named by its tab', async () => {
     await signedInAs('arrow-keys');
     await page.getByRole('tab', { name: 'Usage' }).focus();

@@ -34,16 +34,40 @@
 
   // What api() throws when the session has ended: the sign-in form says so, and nothing else need.
   const SIGNED_OUT = 'signed out';
-  const report = (e) => e.message !== SIGNED_OUT && toast(e.message);
+  // What it throws for an answer meant for another account than the one shown: the page has
+  // switched to that account, and said so.
+  const SWITCHED = 'switched';
+  const report = (e) => e.message !== SIGNED_OUT && e.message !== SWITCHED && toast(e.message);
+
+  // Another account signed in at this browser (in another tab): the page shows that account, with
+  // nothing of the one it showed, and says so. One switch for the answers that all find it.
+  let switching = null;
+  function switchAccount(change) {
+    switching ??= (async () => {
+      try {
+        const me = await api('/me', { anyAccount: true });
+        forgetAccount();
+        signedIn(me);
+        toast(
+          `Signed in as ${me.account.name} in another tab: ${change ? 'nothing was changed' : `this page now shows ${me.account.name}`}.`,
+        );
+      } finally {
+        switching = null;
+      }
+    })();
+    return switching;
+  }
 
   async function api(path, options = {}, again = false) {
     const headers = { ...(options.body ? { 'Content-Type': 'application/json' } : {}) };
     if (options.method && options.method !== 'GET' && state.csrf) headers['X-CSRF-Token'] = state.csrf;
     let res;
+    const { anyAccount, ...init } = options;
+    const shown = state.account?.id;
     try {
       res = await fetch(`/dashboard/api${path}`, {
         credentials: 'same-origin',
-        ...options,
+        ...init,
         headers,
         body: options.body ? JSON.stringify(options.body) : undefined,
       });
@@ -52,6 +76,14 @@
       throw new Error('Cannot reach the server: check that Reprise is running, then try again.');
     }
     const body = await res.json().catch(() => ({}));
+    // An answer for the session of another account than the one shown (signed in since in another
+    // tab) is not shown under this one's name: no list, figure or error of it.
+    const owner = res.headers.get('X-Reprise-Account');
+    if (owner && state.account && owner !== state.account.id && !anyAccount && path !== '/login') {
+      // Asked for an account the page no longer shows (signed out and in here meanwhile): dropped.
+      if (shown === state.account.id) await switchAccount(options.method && options.method !== 'GET');
+      throw new Error(SWITCHED);
+    }
     if (res.status === 401 && path !== '/login') {
       // Signed in until now (not a first visit): the session ended, expired or was signed out.
       showLogin(state.csrf ? 'Your session has ended: sign in again.' : '');
@@ -60,11 +92,10 @@
     if (res.status === 403 && body?.error?.code === 'FORBIDDEN' && !again) {
       // Signed in again in another tab: the browser's cookie is that session's, whose CSRF token
       // this page does not have. Take it, for the account this page shows only.
-      const me = await api('/me');
+      const me = await api('/me', { anyAccount: true });
       if (me.account.id !== state.account?.id) {
-        forgetAccount();
-        signedIn(me);
-        throw new Error(`Signed in as ${me.account.name} in another tab: nothing was changed.`);
+        await switchAccount(true);
+        throw new Error(SWITCHED);
       }
       state.csrf = me.csrf_token;
       return api(path, options, true);
