@@ -396,7 +396,13 @@ describe('dashboard in a real browser', { skip }, () => {
       answer: `Long answer ${'b '.repeat(99_990)}`,
     });
     await signIn('long-texts');
+    // The list carries the start of the texts, not the whole of them.
+    const listed = page.waitForResponse((r) => r.url().includes('/dashboard/api/entries?page=1&'));
     await page.click('button[data-tab=entries]');
+    const listBytes = (await (await listed).body()).length;
+    assert.ok(listBytes < 5_000, `the list of one entry is ${listBytes} bytes`);
+    const row = page.locator('#entries-table tr.clickable .open-entry', { hasText: 'Long question' });
+    assert.equal(await row.innerText(), `Long question ${'a'.repeat(186)}…`);
     await page.locator('#entries-table tr.clickable', { hasText: 'Long question' }).click();
     await page.locator('#entry .msg.answer').waitFor();
     const panel = await page.locator('#entry').boundingBox();

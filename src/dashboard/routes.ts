@@ -16,6 +16,8 @@ const COOKIE = 'reprise_session';
 const SESSION_HOURS = 12;
 /** The header naming the account of the session that a signed-in call was answered for. */
 const ACCOUNT_HEADER = 'X-Reprise-Account';
+/** How much of a question and of an answer the dashboard's list of entries carries. */
+const PREVIEW_CHARS = 200;
 const LOGIN_RULE = { capacity: 10, refillPerSecond: 10 / 60, limit: 10 };
 /**
  * Failed sign-ins to one account name, from all addresses together: 50, then one every 72 s
@@ -45,6 +47,13 @@ function loadAssets(): Map<string, Asset> {
     ['/dashboard/uplot.js', { type: 'text/javascript; charset=utf-8', body: uplot('uPlot.iife.min.js') }],
     ['/dashboard/uplot.css', { type: 'text/css; charset=utf-8', body: uplot('uPlot.min.css') }],
   ]);
+}
+
+/** The first PREVIEW_CHARS UTF-16 code units of a text, without half a character at the end. */
+function preview(text: string): string {
+  if (text.length <= PREVIEW_CHARS) return text;
+  const last = text.charCodeAt(PREVIEW_CHARS - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? PREVIEW_CHARS - 1 : PREVIEW_CHARS);
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -249,7 +258,21 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Querystring: EntryListQuery }>(
     '/dashboard/api/entries',
     { config: { route: 'entries' }, schema: { hide: true, querystring: entryListQuerySchema } },
-    async (request, reply) => listEntries(ctx, (await signedIn(request, reply)).id, request.query),
+    async (request, reply) => {
+      const list = await listEntries(ctx, (await signedIn(request, reply)).id, request.query);
+      // The list carries the start of each text and its length, not a whole answer of up to
+      // 100,000 characters per entry; an entry opened is read whole from /entries/:id.
+      return {
+        ...list,
+        data: list.data.map(({ question, answer, ...e }) => ({
+          ...e,
+          question_preview: preview(question),
+          question_length: question.length,
+          answer_preview: preview(answer),
+          answer_length: answer.length,
+        })),
+      };
+    },
   );
 
   app.get<{ Params: { id: string } }>('/dashboard/api/entries/:id', { schema: { hide: true } }, async (request, reply) => {

@@ -21,6 +21,8 @@
     maximumFractionDigits: 2,
   });
   const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
+  // The list of entries carries the start of a question (its `_preview`) and its whole length.
+  const preview = (e, field) => `${e[`${field}_preview`]}${e[`${field}_length`] > e[`${field}_preview`].length ? '…' : ''}`;
   const esc = (s) =>
     String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
@@ -293,7 +295,7 @@
       ? top
           .map(
             (e) =>
-              `<tr><td class="truncate" dir="auto" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`,
+              `<tr><td class="truncate" dir="auto" title="${esc(preview(e, 'question'))}">${esc(preview(e, 'question'))}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`,
           )
           .join('')
       : '<tr><td colspan="3" class="muted">No entry reused yet.</td></tr>';
@@ -303,7 +305,7 @@
       ? slow
           .map(
             (e) =>
-              `<tr><td class="truncate" dir="auto" title="${esc(e.question)}">${esc(e.question)}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`,
+              `<tr><td class="truncate" dir="auto" title="${esc(preview(e, 'question'))}">${esc(preview(e, 'question'))}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`,
           )
           .join('')
       : '<tr><td colspan="3" class="muted">No hits served yet.</td></tr>';
@@ -340,7 +342,7 @@
       ? r.data
           .map(
             (e) =>
-              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}"><button type="button" class="open-entry" dir="auto">${esc(e.question)}</button></td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
+              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(preview(e, 'question'))}"><button type="button" class="open-entry" dir="auto">${esc(preview(e, 'question'))}</button></td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
           )
           .join('')
       : `<tr><td colspan="4" class="muted">${state.q ? 'No entries match this search.' : 'Nothing cached yet: store answers through the API.'}</td></tr>`;
