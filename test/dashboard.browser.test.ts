@@ -773,6 +773,54 @@ describe('dashboard in a real browser', { skip }, () => {
     }
   });
 
+  test('each chart has a text equivalent for screen readers, with its figures', async () => {
+    const key = await accountWithPassword('charted');
+    const asked = [{ role: 'user', content: 'Charted question' }];
+    await api(server.url, 'POST', '/api/v1/check', key, { messages: asked });
+    await api(server.url, 'POST', '/api/v1/store', key, { messages: asked, answer: 'Charted.', model: 'gpt-4o', tokens_used: 1000 });
+    await api(server.url, 'POST', '/api/v1/check', key, { messages: asked });
+    await api(server.url, 'POST', '/api/v1/check', key, { messages: [{ role: 'user', content: 'Another question' }] });
+    await signIn('charted');
+    const usage = (await page.evaluate(async () => (await fetch('/dashboard/api/usage?granularity=hour')).json())) as {
+      series: { total_requests: number; hit_rate_percentage: number; estimated_cost_savings_usd: number }[];
+    };
+    const point = usage.series.find((p) => p.total_requests > 0);
+    assert.ok(point && point.total_requests === 3);
+    const usd = point.estimated_cost_savings_usd.toLocaleString('en-US', {
+      style: 'currency',
+      currency: 'USD',
+      minimumFractionDigits: 2,
+      maximumFractionDigits: 4,
+    });
+    // The rows of a chart's table that had requests (an hour may have turned since the checks).
+    const rows = async (name: string) => {
+      const table = page.getByRole('table', { name });
+      await table.waitFor({ state: 'attached' });
+      assert.equal(await table.getByRole('row').count(), 25, `${name}: a header and 24 hours`);
+      const cells = await table.evaluate((t) =>
+        [...t.querySelectorAll('tbody tr')].map((tr) => [...tr.children].map((c) => c.textContent)),
+      );
+      return cells.filter((r) => r.slice(1).some((c) => c !== '0' && c !== '0%' && c !== '$0.00')).map((r) => r.slice(1));
+    };
+    assert.deepEqual(await rows('Requests and hits by hour'), [['3', '1', '0']]);
+    assert.deepEqual(await rows('Hit rate by hour'), [[`${point.hit_rate_percentage}%`]]);
+    assert.deepEqual(await rows('Estimated savings by hour'), [[usd]]);
+    // A summary said first.
+    await page
+      .getByRole('table', { name: 'Requests and hits by hour' })
+      .getByText('Last 24 hours: 3 requests, 1 exact hit, 0 semantic hits')
+      .waitFor({ state: 'attached' });
+    // By day, the days.
+    await page.click('#granularity button[data-g=day]');
+    const byDay = page.getByRole('table', { name: 'Requests and hits by UTC day' });
+    await byDay.waitFor({ state: 'attached' });
+    assert.equal(await byDay.getByRole('row').count(), 15);
+    assert.equal(await byDay.locator('tbody tr').last().locator('th').innerText(), new Date().toISOString().slice(0, 10));
+    // The canvas itself is hidden from screen readers: the table says what it shows.
+    assert.equal(await page.locator('#chart-requests .uplot').getAttribute('aria-hidden'), 'true');
+    await signOut();
+  });
+
   test('the tabs are a tab list as screen readers and the keyboard know it: arrow keys move between them, each panel is named by its tab', async () => {
     await signedInAs('arrow-keys');
     await page.getByRole('tab', { name: 'Usage' }).focus();

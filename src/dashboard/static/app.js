@@ -23,6 +23,8 @@
   const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
   // The list of entries carries the start of a question (its `_preview`) and its whole length.
   const preview = (e, field) => `${e[`${field}_preview`]}${e[`${field}_length`] > e[`${field}_preview`].length ? '…' : ''}`;
+  const fmtUsd = (n) =>
+    n.toLocaleString('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 4 });
   const esc = (s) =>
     String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
@@ -208,6 +210,20 @@
       el,
     );
     state.charts.push(plot);
+    // The canvas says nothing to a screen reader: a table, not shown, says what it draws.
+    plot.root.setAttribute('aria-hidden', 'true');
+    if (opts.text) el.append(textTable(opts.text));
+  }
+
+  // A chart's text equivalent: its title and a summary as the caption, a row per period.
+  function textTable({ caption, summary, columns, rows }) {
+    // In a box of one pixel: a table is never narrower than its text, whatever its width.
+    const box = document.createElement('div');
+    box.className = 'visually-hidden';
+    box.innerHTML = `<table><caption>${esc(caption)}. ${esc(summary)}</caption>
+      <thead><tr>${columns.map((c) => `<th scope="col">${esc(c)}</th>`).join('')}</tr></thead>
+      <tbody>${rows.map(([period, ...cells]) => `<tr><th scope="row">${esc(period)}</th>${cells.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
+    return box;
   }
 
   // A chart takes its card's width as it is drawn; the window made narrower or wider (a phone
@@ -250,6 +266,24 @@
     const series = xs.map((x) => byStart.get(x) ?? zero);
     u.series = series;
     const quiet = series.every((p) => p.total_requests === 0);
+    // The periods as the charts' axes name them: hours in the browser's time, days as UTC dates.
+    const byHour = state.granularity === 'hour';
+    const periodName = (x) =>
+      byHour
+        ? new Date(x * 1000).toLocaleString('en-US', {
+            month: 'short',
+            day: 'numeric',
+            hour: '2-digit',
+            minute: '2-digit',
+            hourCycle: 'h23',
+          })
+        : new Date(x * 1000).toISOString().slice(0, 10);
+    const by = byHour ? 'by hour' : 'by UTC day';
+    const span = byHour ? 'Last 24 hours' : 'Last 14 days';
+    const column = byHour ? 'Hour' : 'Day (UTC)';
+    const sum = (f) => series.reduce((n, p) => n + f(p), 0);
+    const [requests, exact, semantic] = [sum((p) => p.total_requests), sum((p) => p.exact_hits), sum((p) => p.semantic_hits)];
+    const rate = requests ? Math.round(((exact + semantic) / requests) * 10000) / 100 : 0;
     chart(
       $('#chart-requests'),
       [
@@ -258,7 +292,15 @@
         { label: 'Semantic hits', stroke: '#f59e0b', width: 2 },
       ],
       [xs, u.series.map((p) => p.total_requests), u.series.map((p) => p.exact_hits), u.series.map((p) => p.semantic_hits)],
-      { quiet },
+      {
+        quiet,
+        text: {
+          caption: `Requests and hits ${by}`,
+          summary: `${span}: ${plural(requests, 'request', 'requests')}, ${plural(exact, 'exact hit', 'exact hits')}, ${plural(semantic, 'semantic hit', 'semantic hits')}.`,
+          columns: [column, 'Requests', 'Exact hits', 'Semantic hits'],
+          rows: series.map((p, i) => [periodName(xs[i]), fmtInt(p.total_requests), fmtInt(p.exact_hits), fmtInt(p.semantic_hits)]),
+        },
+      },
     );
     chart(
       $('#chart-rate'),
@@ -266,6 +308,12 @@
       [xs, u.series.map((p) => p.hit_rate_percentage)],
       {
         quiet,
+        text: {
+          caption: `Hit rate ${by}`,
+          summary: `${span}: ${rate}% of requests were hits.`,
+          columns: [column, 'Hit rate'],
+          rows: series.map((p, i) => [periodName(xs[i]), `${p.hit_rate_percentage}%`]),
+        },
         range: [0, 100],
         values: (_, ticks) => ticks.map((t) => `${t}%`),
       },
@@ -276,6 +324,12 @@
       [xs, u.series.map((p) => p.estimated_cost_savings_usd)],
       {
         quiet,
+        text: {
+          caption: `Estimated savings ${by}`,
+          summary: `${span}: ${fmtUsd(sum((p) => p.estimated_cost_savings_usd))} saved.`,
+          columns: [column, 'Savings (USD)'],
+          rows: series.map((p, i) => [periodName(xs[i]), fmtUsd(p.estimated_cost_savings_usd)]),
+        },
         // From $0, and to a cent at least: nothing saved is a flat line at $0, not a scale to $100.
         range: (_, _min, max) => [0, Math.max(max, 0.01)],
         // One number of decimals for the whole axis, by its top; from $1,000 in short ($7.5K, $1.5M),
