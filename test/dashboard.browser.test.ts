@@ -292,6 +292,32 @@ describe('dashboard in a real browser', { skip }, () => {
     }
   });
 
+  test('at 320 pixels wide (the narrowest phones, or a page zoomed to 400%) the tab bar fits, and no tab scrolls sideways', async () => {
+    await accountWithPassword('narrowest');
+    const phone = await browser.newPage({ viewport: { width: 320, height: 640 } });
+    try {
+      await phone.goto(`${server.url}/dashboard`);
+      await phone.fill('#login-account', 'narrowest');
+      await phone.fill('#login-password', 'correct horse battery');
+      await phone.click('#login-form button[type=submit]');
+      await phone.locator('#stats .stat').first().waitFor();
+      for (const tab of ['usage', 'keys', 'entries', 'settings']) {
+        await phone.click(`button[data-tab=${tab}]`);
+        await phone.locator(`#tab-${tab}`).waitFor();
+        assert.equal(await phone.evaluate(() => document.documentElement.scrollWidth), 320, tab);
+        const last = await phone.locator('button[data-tab=settings]').boundingBox();
+        assert.ok(last && last.x + last.width <= 320, `${tab}: the Settings tab ends at ${last && last.x + last.width}`);
+      }
+      // Each tab's name on one line.
+      const keys = await phone.locator('button[data-tab=keys]').boundingBox();
+      const usage = await phone.locator('button[data-tab=usage]').boundingBox();
+      assert.equal(keys?.height, usage?.height, '"API Keys" is not broken over two lines');
+      await phone.screenshot({ path: path.join(ARTIFACTS, 'dashboard-320.png'), fullPage: true });
+    } finally {
+      await phone.close();
+    }
+  });
+
   test('the server stopped while the page is open: actions say it cannot be reached, and nothing is taken as done', async () => {
     const ownDir = tempDir('reprise-dash-stopped-');
     const ownEnv = { REPRISE_DATA_DIR: ownDir, REPRISE_EMBEDDER: 'none' };
