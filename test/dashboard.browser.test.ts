@@ -258,6 +258,39 @@ describe('dashboard in a real browser', { skip }, () => {
     await signOut();
   });
 
+  test('with the keyboard alone, a key revoked or the last page reached leaves the focus on a control near, not lost at the top of the page', async () => {
+    const key = await accountWithPassword('keyboard-focus');
+    for (const name of ['second key', 'third key']) {
+      assert.equal((await runCli(['keys', 'create', '--account', 'keyboard-focus', '--name', name, '--json'], env)).code, 0);
+    }
+    for (let i = 0; i < 21; i++) {
+      await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: `paged ${i}` }], answer: `answer ${i}` });
+    }
+    await signIn('keyboard-focus');
+    const focused = () => page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent);
+    await page.click('button[data-tab=keys]');
+    await page.getByRole('button', { name: 'Revoke second key' }).focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#keys-table tr', { hasText: 'second key' }).locator('.status.revoked').waitFor();
+    // On to the next key's Revoke button.
+    assert.equal(await focused(), 'Revoke third key');
+    await page.keyboard.press('Enter');
+    await page.locator('#keys-table tr', { hasText: 'third key' }).locator('.status.revoked').waitFor();
+    assert.equal(await focused(), 'Revoke Unnamed key');
+
+    await page.click('button[data-tab=entries]');
+    await page.locator('#page-info', { hasText: 'Page 1 of 2' }).waitFor();
+    await page.focus('#next');
+    await page.keyboard.press('Enter');
+    await page.locator('#page-info', { hasText: 'Page 2 of 2' }).waitFor();
+    // Next is disabled on the last page: the focus is on Previous, to go back.
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'prev');
+    await page.keyboard.press('Enter');
+    await page.locator('#page-info', { hasText: 'Page 1 of 2' }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'next');
+    await signOut();
+  });
+
   test('in a phone-sized window no tab is wider than the screen', async () => {
     const key = await accountWithPassword('on-a-phone');
     await api(server.url, 'POST', '/api/v1/store', key, {

@@ -516,6 +516,7 @@
   $('#keys-table').addEventListener('click', async (ev) => {
     const b = ev.target.closest('button.revoke');
     if (!b || !confirm('Revoke this key? Requests using it will be refused at once.')) return;
+    const at = [...document.querySelectorAll('#keys-table button.revoke')].indexOf(b);
     try {
       await api(`/keys/${encodeURIComponent(b.dataset.id)}/revoke`, { method: 'POST' });
     } catch (e) {
@@ -525,6 +526,9 @@
     }
     toast('Key revoked');
     await loadKeys();
+    // The button pressed is gone: on to the next key's (or the one before), not to the page's top.
+    const left = document.querySelectorAll('#keys-table button.revoke');
+    (left[Math.min(at, left.length - 1)] ?? $('#key-name')).focus();
   });
   $('#search-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -533,7 +537,7 @@
     loadEntries().catch(report);
   });
   // The page shown stays the current one until the next has come.
-  async function goToPage(page) {
+  async function goToPage(page, pressed) {
     const shown = state.page;
     state.page = page;
     try {
@@ -541,10 +545,17 @@
     } catch (e) {
       state.page = shown;
       report(e);
+      return;
+    }
+    // At the first or last page the button pressed is disabled, and would drop the focus to the
+    // page's top: it goes to the other one (unless it was taken elsewhere meanwhile).
+    if (pressed.disabled && [pressed, document.body].includes(document.activeElement)) {
+      const other = pressed.id === 'next' ? $('#prev') : $('#next');
+      (other.disabled ? $('#search') : other).focus();
     }
   }
-  $('#prev').addEventListener('click', () => goToPage(Math.max(1, state.page - 1)));
-  $('#next').addEventListener('click', () => goToPage(state.page + 1));
+  $('#prev').addEventListener('click', (ev) => goToPage(Math.max(1, state.page - 1), ev.currentTarget));
+  $('#next').addEventListener('click', (ev) => goToPage(state.page + 1, ev.currentTarget));
   $('#entries-table').addEventListener('click', (ev) => {
     const tr = ev.target.closest('tr.clickable');
     if (tr) showEntry(Number(tr.dataset.id)).catch(report);
