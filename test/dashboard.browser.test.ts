@@ -832,6 +832,37 @@ describe('dashboard in a real browser', { skip }, () => {
     }
   });
 
+  test('coming back to a tab after another account signed in elsewhere shows that account at once, without a click', async () => {
+    await accountWithPassword('back-owner');
+    await accountWithPassword('back-taker');
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    try {
+      const [mine, theirs] = [await context.newPage(), await context.newPage()];
+      await mine.goto(`${server.url}/dashboard`);
+      await mine.fill('#login-account', 'back-owner');
+      await mine.fill('#login-password', 'correct horse battery');
+      await mine.click('#login-form button[type=submit]');
+      await mine.locator('#stats .stat').first().waitFor();
+      await theirs.goto(`${server.url}/dashboard`);
+      await theirs.click('#logout');
+      await theirs.fill('#login-account', 'back-taker');
+      await theirs.fill('#login-password', 'correct horse battery');
+      await theirs.click('#login-form button[type=submit]');
+      await theirs.locator('#tab-usage').waitFor();
+      // The first tab is shown again (headless, both are always visible: the browser's event is sent).
+      await mine.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+      await mine.locator('#who-name', { hasText: 'back-taker' }).waitFor();
+      await mine.locator('#toast', { hasText: 'Signed in as back-taker in another tab: this page now shows back-taker.' }).waitFor();
+      // Signed out there: the first tab says the session has ended.
+      await theirs.click('#logout');
+      await theirs.locator('#login-form').waitFor();
+      await mine.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+      await mine.locator('#login-error', { hasText: 'Your session has ended: sign in again.' }).waitFor();
+    } finally {
+      await context.close();
+    }
+  });
+
   test('each chart has a text equivalent for screen readers, with its figures', async () => {
     const key = await accountWithPassword('charted');
     const asked = [{ role: 'user', content: 'Charted question' }];

@@ -593,5 +593,11 @@
     }
   });
 
+  // Back to this tab from another, where another account may have signed in or the session
+  // ended: the session is looked at then, not at the next click.
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && state.account) api('/me').catch(report);
+  });
+
   api('/me').then(signedIn, () => showLogin());
 })();
