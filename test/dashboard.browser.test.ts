@@ -291,6 +291,57 @@ describe('dashboard in a real browser', { skip }, () => {
     await signOut();
   });
 
+  test('on a slow server, Generate or Delete pressed again while the first is on its way acts once', async () => {
+    const key = await signedInAs('impatient');
+    await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: 'Deleted once' }], answer: 'Once.' });
+    await page.click('button[data-tab=keys]');
+    await page.locator('#keys-table button.revoke').waitFor();
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let asked = 0;
+    await page.route('**/dashboard/api/keys', async (route) => {
+      if (route.request().method() === 'POST') {
+        asked++;
+        await held;
+      }
+      await route.continue();
+    });
+    await page.fill('#key-name', 'pressed twice');
+    await page.press('#key-name', 'Enter');
+    await page.press('#key-name', 'Enter');
+    await page.click('#generate-key', { force: true });
+    release();
+    await page.locator('#keys-table td', { hasText: 'pressed twice' }).first().waitFor();
+    await page.unroute('**/dashboard/api/keys');
+    const keys = await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json());
+    assert.equal(keys.data.filter((k: { name: string }) => k.name === 'pressed twice').length, 1, 'one key made');
+    assert.equal(asked, 1);
+    assert.equal(await page.locator('#generate-key').isDisabled(), false, 'ready for the next key');
+
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable', { hasText: 'Deleted once' }).click();
+    await page.locator('#delete-entry').waitFor();
+    let releaseDelete: () => void = () => {};
+    const deleteHeld = new Promise<void>((resolve) => (releaseDelete = resolve));
+    let deletes = 0;
+    await page.route('**/dashboard/api/entries/*', async (route) => {
+      if (route.request().method() === 'DELETE') {
+        deletes++;
+        await deleteHeld;
+      }
+      await route.continue();
+    });
+    await page.click('#delete-entry');
+    await page.click('#delete-entry', { force: true });
+    releaseDelete();
+    await page.locator('#toast', { hasText: 'Entry deleted' }).waitFor();
+    await page.locator('#entries-table td', { hasText: 'Nothing cached yet' }).waitFor();
+    await page.unroute('**/dashboard/api/entries/*');
+    assert.equal(deletes, 1);
+    assert.equal(await page.locator('#toast').innerText(), 'Entry deleted');
+    await signOut();
+  });
+
   test('in a phone-sized window no tab is wider than the screen', async () => {
     const key = await accountWithPassword('on-a-phone');
     await api(server.url, 'POST', '/api/v1/store', key, {

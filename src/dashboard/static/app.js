@@ -488,8 +488,22 @@
       loadUsage().catch(report);
     });
   }
-  $('#key-form').addEventListener('submit', async (ev) => {
+  // A button whose action is on its way is disabled until it is done: pressed again meanwhile (a
+  // slow server), it would make a second key whose secret is never shown, or delete again.
+  async function once(button, action) {
+    if (button.disabled) return;
+    button.disabled = true;
+    try {
+      await action();
+    } finally {
+      button.disabled = false;
+    }
+  }
+  $('#key-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
+    once($('#generate-key'), generateKey);
+  });
+  async function generateKey() {
     try {
       const k = await api('/keys', { method: 'POST', body: { name: $('#key-name').value } });
       $('#new-key-value').textContent = k.key;
@@ -500,7 +514,7 @@
     } catch (e) {
       report(e);
     }
-  });
+  }
   $('#copy-key').addEventListener('click', async () => {
     try {
       await navigator.clipboard.writeText($('#new-key-value').textContent);
@@ -562,14 +576,18 @@
   });
   $('#entry').addEventListener('click', async (ev) => {
     const b = ev.target.closest('#delete-entry');
-    if (!b || !confirm('Delete this entry? It stops matching at once.')) return;
-    try {
-      await api(`/entries/${b.dataset.id}`, { method: 'DELETE' });
-    } catch (e) {
-      // Not deleted: the entry still matches, and the toast must not say otherwise.
-      report(e);
-      return;
-    }
+    if (!b || b.disabled || !confirm('Delete this entry? It stops matching at once.')) return;
+    let deleted = false;
+    await once(b, async () => {
+      try {
+        await api(`/entries/${b.dataset.id}`, { method: 'DELETE' });
+        deleted = true;
+      } catch (e) {
+        // Not deleted: the entry still matches, and the toast must not say otherwise.
+        report(e);
+      }
+    });
+    if (!deleted) return;
     $('#entry').hidden = true;
     state.selected = null;
     toast('Entry deleted');
