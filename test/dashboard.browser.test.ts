@@ -588,6 +588,30 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.equal(await page.locator('#login-error').isVisible(), false);
   });
 
+  test('a page opened while the server cannot answer (503) says why, not only a sign-in form', async () => {
+    const fresh = await browser.newPage();
+    try {
+      await fresh.route('**/dashboard/api/me', (route) =>
+        route.fulfill({
+          status: 503,
+          contentType: 'application/json',
+          body: JSON.stringify({
+            error: { code: 'SERVICE_UNAVAILABLE', message: 'A dependency of Reprise is unavailable; retry shortly' },
+          }),
+        }),
+      );
+      await fresh.goto(`${server.url}/dashboard`);
+      await fresh.locator('#login-error', { hasText: 'A dependency of Reprise is unavailable' }).waitFor();
+      await fresh.unroute('**/dashboard/api/me');
+      // A first visit, no one signed in: the form alone, no error.
+      await fresh.goto(`${server.url}/dashboard`);
+      await fresh.locator('#login-form').waitFor();
+      assert.equal(await fresh.locator('#login-error').isVisible(), false);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   test('the page loads with no error in the console but the 401 that says no one is signed in yet', async () => {
     const fresh = await browser.newPage();
     const errors: string[] = [];

@@ -617,5 +617,7 @@
     if (document.visibilityState === 'visible' && state.account) api('/me').catch(report);
   });
 
-  api('/me').then(signedIn, () => showLogin());
+  // No one signed in: the sign-in form. The server unable to say (a 503, unreachable): the form
+  // with why, as signing in would not work either.
+  api('/me').then(signedIn, (e) => showLogin(e.message === SIGNED_OUT ? '' : e.message));
 })();
