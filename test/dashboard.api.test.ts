@@ -276,6 +276,69 @@ describe('dashboard API', () => {
     void s;
   });
 
+  test("every answer to a signed-in call names the session's account, so that a page showing another can tell", async () => {
+    const mine = await signIn();
+    const theirs = await signIn('dash-other', '198.51.100.2');
+    const mineId = (await call('GET', '/dashboard/api/me', mine)).json().account.id as string;
+    const theirsId = (await call('GET', '/dashboard/api/me', theirs)).json().account.id as string;
+    assert.notEqual(mineId, theirsId);
+    for (const url of [
+      '/dashboard/api/me',
+      '/dashboard/api/keys',
+      '/dashboard/api/usage',
+      '/dashboard/api/entries',
+      '/dashboard/api/entries/1',
+    ]) {
+      assert.equal((await call('GET', url, mine)).headers['x-reprise-account'], mineId, url);
+      assert.equal((await call('GET', url, theirs)).headers['x-reprise-account'], theirsId, url);
+    }
+    // A change refused for its CSRF token says whose session it was too.
+    const refused = await call('POST', '/dashboard/api/keys', { cookie: mine.cookie, csrf: 'wrong' }, { name: 'x' });
+    assert.equal(refused.statusCode, 403);
+    assert.equal(refused.headers['x-reprise-account'], mineId);
+    // No session, no account.
+    assert.equal((await t.get('/dashboard/api/keys')).headers['x-reprise-account'], undefined);
+  });
+
+  test('the dashboard lists entries with a preview of their question and answer, and their lengths; one entry comes whole', async () => {
+    const k = await t.key('dash-long', 'pro');
+    const a = await t.runtime.ctx.store.getAccountByName('dash-long');
+    await t.runtime.ctx.store.setPassword(a?.id ?? '', await hashPassword('dash-long-password'));
+    const s = await signIn('dash-long', '198.51.100.3');
+    const question = `Long question ${'q'.repeat(99_980)}`;
+    // An emoji across the preview's end is not cut in half.
+    const answer = `${'a'.repeat(199)}\u{1F600}${'b'.repeat(99_799)}`;
+    for (let i = 0; i < 3; i++) {
+      const stored = await t.post('/api/v1/store', { messages: [user(`${i} ${question}`)], answer }, k);
+      assert.equal(stored.statusCode, 200, stored.body);
+    }
+    await t.post('/api/v1/store', { messages: [user('Short one')], answer: 'Short.' }, k);
+    const list = await call('GET', '/dashboard/api/entries?per_page=100', s);
+    assert.equal(list.statusCode, 200);
+    assert.ok(list.body.length < 10_000, `the list of 4 entries is ${list.body.length} bytes`);
+    const rows = list.json().data as Record<string, unknown>[];
+    assert.equal(rows.length, 4);
+    const long = rows.find((e) => String(e.question_preview).startsWith('0 Long question')) as Record<string, unknown>;
+    // Lengths as the API counts them in its limits (UTF-16 code units).
+    assert.equal(long.question_length, 99_996);
+    assert.equal(long.answer_length, 100_000);
+    assert.equal((long.question_preview as string).length, 200);
+    assert.equal(long.answer_preview, 'a'.repeat(199));
+    assert.equal(long.question, undefined);
+    assert.equal(long.answer, undefined);
+    const short = rows.find((e) => e.question_preview === 'Short one') as Record<string, unknown>;
+    assert.deepEqual([short.answer_preview, short.question_length, short.answer_length], ['Short.', 9, 6]);
+    // Opened, the entry is whole.
+    const one = (await call('GET', `/dashboard/api/entries/${long.id}`, s)).json();
+    assert.equal(one.answer, answer);
+    assert.equal(one.messages[0].content, `0 ${question}`);
+    // The API's list is the spec's, whole texts and all.
+    const apiList = (await t.get('/api/v1/entries?q=Short', k)).json();
+    assert.equal(apiList.data[0].question, 'Short one');
+    assert.equal(apiList.data[0].answer, 'Short.');
+    assert.equal(apiList.data[0].question_preview, undefined);
+  });
+
   test('usage over time by hour and day, the same through the API and the dashboard', async () => {
     const s = await signIn();
     await t.post('/api/v1/check', { messages: [user('series question')] }, key);

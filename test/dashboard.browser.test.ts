@@ -258,6 +258,90 @@ describe('dashboard in a real browser', { skip }, () => {
     await signOut();
   });
 
+  test('with the keyboard alone, a key revoked or the last page reached leaves the focus on a control near, not lost at the top of the page', async () => {
+    const key = await accountWithPassword('keyboard-focus');
+    for (const name of ['second key', 'third key']) {
+      assert.equal((await runCli(['keys', 'create', '--account', 'keyboard-focus', '--name', name, '--json'], env)).code, 0);
+    }
+    for (let i = 0; i < 21; i++) {
+      await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: `paged ${i}` }], answer: `answer ${i}` });
+    }
+    await signIn('keyboard-focus');
+    const focused = () => page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent);
+    await page.click('button[data-tab=keys]');
+    await page.getByRole('button', { name: 'Revoke second key' }).focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#keys-table tr', { hasText: 'second key' }).locator('.status.revoked').waitFor();
+    // On to the next key's Revoke button.
+    assert.equal(await focused(), 'Revoke third key');
+    await page.keyboard.press('Enter');
+    await page.locator('#keys-table tr', { hasText: 'third key' }).locator('.status.revoked').waitFor();
+    assert.equal(await focused(), 'Revoke Unnamed key');
+
+    await page.click('button[data-tab=entries]');
+    await page.locator('#page-info', { hasText: 'Page 1 of 2' }).waitFor();
+    await page.focus('#next');
+    await page.keyboard.press('Enter');
+    await page.locator('#page-info', { hasText: 'Page 2 of 2' }).waitFor();
+    // Next is disabled on the last page: the focus is on Previous, to go back.
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'prev');
+    await page.keyboard.press('Enter');
+    await page.locator('#page-info', { hasText: 'Page 1 of 2' }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'next');
+    await signOut();
+  });
+
+  test('on a slow server, Generate or Delete pressed again while the first is on its way acts once', async () => {
+    const key = await signedInAs('impatient');
+    await api(server.url, 'POST', '/api/v1/store', key, { messages: [{ role: 'user', content: 'Deleted once' }], answer: 'Once.' });
+    await page.click('button[data-tab=keys]');
+    await page.locator('#keys-table button.revoke').waitFor();
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let asked = 0;
+    await page.route('**/dashboard/api/keys', async (route) => {
+      if (route.request().method() === 'POST') {
+        asked++;
+        await held;
+      }
+      await route.continue();
+    });
+    await page.fill('#key-name', 'pressed twice');
+    await page.press('#key-name', 'Enter');
+    await page.press('#key-name', 'Enter');
+    await page.click('#generate-key', { force: true });
+    release();
+    await page.locator('#keys-table td', { hasText: 'pressed twice' }).first().waitFor();
+    await page.unroute('**/dashboard/api/keys');
+    const keys = await page.evaluate(async () => (await fetch('/dashboard/api/keys')).json());
+    assert.equal(keys.data.filter((k: { name: string }) => k.name === 'pressed twice').length, 1, 'one key made');
+    assert.equal(asked, 1);
+    assert.equal(await page.locator('#generate-key').isDisabled(), false, 'ready for the next key');
+
+    await page.click('button[data-tab=entries]');
+    await page.locator('#entries-table tr.clickable', { hasText: 'Deleted once' }).click();
+    await page.locator('#delete-entry').waitFor();
+    let releaseDelete: () => void = () => {};
+    const deleteHeld = new Promise<void>((resolve) => (releaseDelete = resolve));
+    let deletes = 0;
+    await page.route('**/dashboard/api/entries/*', async (route) => {
+      if (route.request().method() === 'DELETE') {
+        deletes++;
+        await deleteHeld;
+      }
+      await route.continue();
+    });
+    await page.click('#delete-entry');
+    await page.click('#delete-entry', { force: true });
+    releaseDelete();
+    await page.locator('#toast', { hasText: 'Entry deleted' }).waitFor();
+    await page.locator('#entries-table td', { hasText: 'Nothing cached yet' }).waitFor();
+    await page.unroute('**/dashboard/api/entries/*');
+    assert.equal(deletes, 1);
+    assert.equal(await page.locator('#toast').innerText(), 'Entry deleted');
+    await signOut();
+  });
+
   test('in a phone-sized window no tab is wider than the screen', async () => {
     const key = await accountWithPassword('on-a-phone');
     await api(server.url, 'POST', '/api/v1/store', key, {
@@ -287,6 +371,32 @@ describe('dashboard in a real browser', { skip }, () => {
       await phone.screenshot({ path: path.join(ARTIFACTS, 'dashboard-phone-entries.png'), fullPage: true });
       await phone.click('button[data-tab=settings]');
       assert.equal(await width(), 375, 'settings');
+    } finally {
+      await phone.close();
+    }
+  });
+
+  test('at 320 pixels wide (the narrowest phones, or a page zoomed to 400%) the tab bar fits, and no tab scrolls sideways', async () => {
+    await accountWithPassword('narrowest');
+    const phone = await browser.newPage({ viewport: { width: 320, height: 640 } });
+    try {
+      await phone.goto(`${server.url}/dashboard`);
+      await phone.fill('#login-account', 'narrowest');
+      await phone.fill('#login-password', 'correct horse battery');
+      await phone.click('#login-form button[type=submit]');
+      await phone.locator('#stats .stat').first().waitFor();
+      for (const tab of ['usage', 'keys', 'entries', 'settings']) {
+        await phone.click(`button[data-tab=${tab}]`);
+        await phone.locator(`#tab-${tab}`).waitFor();
+        assert.equal(await phone.evaluate(() => document.documentElement.scrollWidth), 320, tab);
+        const last = await phone.locator('button[data-tab=settings]').boundingBox();
+        assert.ok(last && last.x + last.width <= 320, `${tab}: the Settings tab ends at ${last && last.x + last.width}`);
+      }
+      // Each tab's name on one line.
+      const keys = await phone.locator('button[data-tab=keys]').boundingBox();
+      const usage = await phone.locator('button[data-tab=usage]').boundingBox();
+      assert.equal(keys?.height, usage?.height, '"API Keys" is not broken over two lines');
+      await phone.screenshot({ path: path.join(ARTIFACTS, 'dashboard-320.png'), fullPage: true });
     } finally {
       await phone.close();
     }
@@ -396,7 +506,13 @@ describe('dashboard in a real browser', { skip }, () => {
       answer: `Long answer ${'b '.repeat(99_990)}`,
     });
     await signIn('long-texts');
+    // The list carries the start of the texts, not the whole of them.
+    const listed = page.waitForResponse((r) => r.url().includes('/dashboard/api/entries?page=1&'));
     await page.click('button[data-tab=entries]');
+    const listBytes = (await (await listed).body()).length;
+    assert.ok(listBytes < 5_000, `the list of one entry is ${listBytes} bytes`);
+    const row = page.locator('#entries-table tr.clickable .open-entry', { hasText: 'Long question' });
+    assert.equal(await row.innerText(), `Long question ${'a'.repeat(186)}…`);
     await page.locator('#entries-table tr.clickable', { hasText: 'Long question' }).click();
     await page.locator('#entry .msg.answer').waitFor();
     const panel = await page.locator('#entry').boundingBox();
@@ -470,6 +586,30 @@ describe('dashboard in a real browser', { skip }, () => {
     await page.locator('#tab-keys').waitFor();
     await signOut();
     assert.equal(await page.locator('#login-error').isVisible(), false);
+  });
+
+  test('a page opened while the server cannot answer (503) says why, not only a sign-in form', async () => {
+    const fresh = await browser.newPage();
+    try {
+      await fresh.route('**/dashboard/api/me', (route) =>
+        route.fulfill({
+          status: 503,
+          contentType: 'application/json',
+          body: JSON.stringify({
+            error: { code: 'SERVICE_UNAVAILABLE', message: 'A dependency of Reprise is unavailable; retry shortly' },
+          }),
+        }),
+      );
+      await fresh.goto(`${server.url}/dashboard`);
+      await fresh.locator('#login-error', { hasText: 'A dependency of Reprise is unavailable' }).waitFor();
+      await fresh.unroute('**/dashboard/api/me');
+      // A first visit, no one signed in: the form alone, no error.
+      await fresh.goto(`${server.url}/dashboard`);
+      await fresh.locator('#login-form').waitFor();
+      assert.equal(await fresh.locator('#login-error').isVisible(), false);
+    } finally {
+      await fresh.close();
+    }
   });
 
   test('the page loads with no error in the console but the 401 that says no one is signed in yet', async () => {
@@ -715,6 +855,135 @@ describe('dashboard in a real browser', { skip }, () => {
     } finally {
       await context.close();
     }
+  });
+
+  test("a tab still showing one account, after another signed in in another tab, never shows the other's data under its name", async () => {
+    const ownerKey = await accountWithPassword('shown-owner');
+    const takerKey = await accountWithPassword('shown-taker');
+    await api(server.url, 'POST', '/api/v1/store', ownerKey, {
+      messages: [{ role: 'user', content: 'A question of the owner' }],
+      answer: 'Mine.',
+    });
+    await api(server.url, 'POST', '/api/v1/store', takerKey, {
+      messages: [{ role: 'user', content: 'A question of the taker' }],
+      answer: 'Theirs.',
+    });
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    try {
+      const [mine, theirs] = [await context.newPage(), await context.newPage()];
+      const signInAs = async (tab: Page, name: string) => {
+        await tab.goto(`${server.url}/dashboard`);
+        await tab.fill('#login-account', name);
+        await tab.fill('#login-password', 'correct horse battery');
+        await tab.click('#login-form button[type=submit]');
+        await tab.locator('#tab-usage').waitFor();
+      };
+      await signInAs(mine, 'shown-owner');
+      await mine.click('button[data-tab=entries]');
+      await mine.locator('#entries-table tr.clickable', { hasText: 'A question of the owner' }).waitFor();
+      // Every change to the page from here on is looked at: the taker's entry under the owner's name is noted.
+      await mine.evaluate(() => {
+        const seen: string[] = [];
+        (window as unknown as { mixed: string[] }).mixed = seen;
+        new MutationObserver(() => {
+          const who = document.querySelector('#who-name')?.textContent;
+          if (who === 'shown-owner' && document.querySelector('#app')?.textContent?.includes('of the taker')) seen.push(who);
+        }).observe(document.body, { subtree: true, childList: true, characterData: true });
+      });
+      await theirs.goto(`${server.url}/dashboard`);
+      await theirs.click('#logout');
+      await signInAs(theirs, 'shown-taker');
+
+      // Only reads: to the Usage tab and back to the Entries tab.
+      await mine.click('button[data-tab=usage]');
+      await mine.click('button[data-tab=entries]');
+      await mine.locator('#who-name', { hasText: 'shown-taker' }).waitFor();
+      await mine.locator('#toast', { hasText: 'Signed in as shown-taker in another tab' }).waitFor();
+      await mine.locator('#entries-table tr.clickable', { hasText: 'A question of the taker' }).waitFor();
+      assert.deepEqual(await mine.evaluate(() => (window as unknown as { mixed: string[] }).mixed), []);
+      assert.equal(await mine.locator('#entries-table tr.clickable', { hasText: 'A question of the owner' }).count(), 0);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('coming back to a tab after another account signed in elsewhere shows that account at once, without a click', async () => {
+    await accountWithPassword('back-owner');
+    await accountWithPassword('back-taker');
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    try {
+      const [mine, theirs] = [await context.newPage(), await context.newPage()];
+      await mine.goto(`${server.url}/dashboard`);
+      await mine.fill('#login-account', 'back-owner');
+      await mine.fill('#login-password', 'correct horse battery');
+      await mine.click('#login-form button[type=submit]');
+      await mine.locator('#stats .stat').first().waitFor();
+      await theirs.goto(`${server.url}/dashboard`);
+      await theirs.click('#logout');
+      await theirs.fill('#login-account', 'back-taker');
+      await theirs.fill('#login-password', 'correct horse battery');
+      await theirs.click('#login-form button[type=submit]');
+      await theirs.locator('#tab-usage').waitFor();
+      // The first tab is shown again (headless, both are always visible: the browser's event is sent).
+      await mine.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+      await mine.locator('#who-name', { hasText: 'back-taker' }).waitFor();
+      await mine.locator('#toast', { hasText: 'Signed in as back-taker in another tab: this page now shows back-taker.' }).waitFor();
+      // Signed out there: the first tab says the session has ended.
+      await theirs.click('#logout');
+      await theirs.locator('#login-form').waitFor();
+      await mine.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+      await mine.locator('#login-error', { hasText: 'Your session has ended: sign in again.' }).waitFor();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('each chart has a text equivalent for screen readers, with its figures', async () => {
+    const key = await accountWithPassword('charted');
+    const asked = [{ role: 'user', content: 'Charted question' }];
+    await api(server.url, 'POST', '/api/v1/check', key, { messages: asked });
+    await api(server.url, 'POST', '/api/v1/store', key, { messages: asked, answer: 'Charted.', model: 'gpt-4o', tokens_used: 1000 });
+    await api(server.url, 'POST', '/api/v1/check', key, { messages: asked });
+    await api(server.url, 'POST', '/api/v1/check', key, { messages: [{ role: 'user', content: 'Another question' }] });
+    await signIn('charted');
+    const usage = (await page.evaluate(async () => (await fetch('/dashboard/api/usage?granularity=hour')).json())) as {
+      series: { total_requests: number; hit_rate_percentage: number; estimated_cost_savings_usd: number }[];
+    };
+    const point = usage.series.find((p) => p.total_requests > 0);
+    assert.ok(point && point.total_requests === 3);
+    const usd = point.estimated_cost_savings_usd.toLocaleString('en-US', {
+      style: 'currency',
+      currency: 'USD',
+      minimumFractionDigits: 2,
+      maximumFractionDigits: 4,
+    });
+    // The rows of a chart's table that had requests (an hour may have turned since the checks).
+    const rows = async (name: string) => {
+      const table = page.getByRole('table', { name });
+      await table.waitFor({ state: 'attached' });
+      assert.equal(await table.getByRole('row').count(), 25, `${name}: a header and 24 hours`);
+      const cells = await table.evaluate((t) =>
+        [...t.querySelectorAll('tbody tr')].map((tr) => [...tr.children].map((c) => c.textContent)),
+      );
+      return cells.filter((r) => r.slice(1).some((c) => c !== '0' && c !== '0%' && c !== '$0.00')).map((r) => r.slice(1));
+    };
+    assert.deepEqual(await rows('Requests and hits by hour'), [['3', '1', '0']]);
+    assert.deepEqual(await rows('Hit rate by hour'), [[`${point.hit_rate_percentage}%`]]);
+    assert.deepEqual(await rows('Estimated savings by hour'), [[usd]]);
+    // A summary said first.
+    await page
+      .getByRole('table', { name: 'Requests and hits by hour' })
+      .getByText('Last 24 hours: 3 requests, 1 exact hit, 0 semantic hits')
+      .waitFor({ state: 'attached' });
+    // By day, the days.
+    await page.click('#granularity button[data-g=day]');
+    const byDay = page.getByRole('table', { name: 'Requests and hits by UTC day' });
+    await byDay.waitFor({ state: 'attached' });
+    assert.equal(await byDay.getByRole('row').count(), 15);
+    assert.equal(await byDay.locator('tbody tr').last().locator('th').innerText(), new Date().toISOString().slice(0, 10));
+    // The canvas itself is hidden from screen readers: the table says what it shows.
+    assert.equal(await page.locator('#chart-requests .uplot').getAttribute('aria-hidden'), 'true');
+    await signOut();
   });
 
   test('the tabs are a tab list as screen readers and the keyboard know it: arrow keys move between them, each panel is named by its tab', async () => {

@@ -16,6 +16,10 @@ import { limitedAddress } from '../util/address.ts';
 
 const COOKIE = 'reprise_session';
 const SESSION_HOURS = 12;
+/** The header naming the account of the session that a signed-in call was answered for. */
+const ACCOUNT_HEADER = 'X-Reprise-Account';
+/** How much of a question and of an answer the dashboard's list of entries carries. */
+const PREVIEW_CHARS = 200;
 const LOGIN_RULE = { capacity: 10, refillPerSecond: 10 / 60, limit: 10 };
 /**
  * Failed sign-ins to one account name, from all addresses together: 50, then one every 72 s
@@ -45,6 +49,13 @@ function loadAssets(): Map<string, Asset> {
     ['/dashboard/uplot.js', { type: 'text/javascript; charset=utf-8', body: uplot('uPlot.iife.min.js') }],
     ['/dashboard/uplot.css', { type: 'text/css; charset=utf-8', body: uplot('uPlot.min.css') }],
   ]);
+}
+
+/** The first PREVIEW_CHARS UTF-16 code units of a text, without half a character at the end. */
+function preview(text: string): string {
+  if (text.length <= PREVIEW_CHARS) return text;
+  const last = text.charCodeAt(PREVIEW_CHARS - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? PREVIEW_CHARS - 1 : PREVIEW_CHARS);
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -115,11 +126,14 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
    * The signed-in account; for changes, also checks the CSRF token and the Origin, which must be
    * this host: the Host header, or the X-Forwarded-Host of a trusted proxy (REPRISE_TRUST_PROXY).
    */
-  async function signedIn(request: FastifyRequest): Promise<Account> {
+  async function signedIn(request: FastifyRequest, reply: FastifyReply): Promise<Account> {
     const token = cookieValue(request.headers.cookie, COOKIE);
     const session = token ? await ctx.store.getSession(sha256(token), new Date().toISOString()) : null;
     const account = session ? await ctx.store.getAccount(session.accountId) : null;
     if (!session || !account) throw new ApiError('UNAUTHORIZED', 'Sign in to use the dashboard');
+    // Whose session answers, refusals included: a page still showing another account (signed in
+    // since in another tab of the browser) sees that this answer is not for it.
+    reply.header(ACCOUNT_HEADER, account.id);
     // A HEAD is a GET without the body (Fastify answers it with the GET route): it changes nothing.
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       const origin = request.headers.origin;
@@ -192,21 +206,24 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
       };
       await ctx.store.createSession(session);
       setCookie(request, reply, token, SESSION_HOURS * 3600);
+      reply.header(ACCOUNT_HEADER, account.id);
       return me(account, session);
     },
   );
 
   app.post('/dashboard/api/logout', { schema: { hide: true } }, async (request, reply) => {
-    await signedIn(request);
+    await signedIn(request, reply);
     if (request.session) await ctx.store.deleteSession(request.session.tokenHash);
     setCookie(request, reply, '', 0);
     return { signed_out: true };
   });
 
-  app.get('/dashboard/api/me', { schema: { hide: true } }, async (request) => me(await signedIn(request), request.session as Session));
+  app.get('/dashboard/api/me', { schema: { hide: true } }, async (request, reply) =>
+    me(await signedIn(request, reply), request.session as Session),
+  );
 
-  app.get('/dashboard/api/keys', { schema: { hide: true } }, async (request) => {
-    const account = await signedIn(request);
+  app.get('/dashboard/api/keys', { schema: { hide: true } }, async (request, reply) => {
+    const account = await signedIn(request, reply);
     return {
       data: (await ctx.store.listKeys(account.id)).map((k) => ({
         id: k.id,
@@ -220,8 +237,8 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     };
   });
 
-  app.post<{ Body: { name?: unknown } }>('/dashboard/api/keys', { schema: { hide: true } }, async (request) => {
-    const account = await signedIn(request);
+  app.post<{ Body: { name?: unknown } }>('/dashboard/api/keys', { schema: { hide: true } }, async (request, reply) => {
+    const account = await signedIn(request, reply);
     const name = request.body?.name;
     if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > 100 || !storable(name)))
       throw invalid('name', 'a string of at most 100 characters, without NUL', name);
@@ -235,8 +252,8 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     };
   });
 
-  app.post<{ Params: { id: string } }>('/dashboard/api/keys/:id/revoke', { schema: { hide: true } }, async (request) => {
-    const account = await signedIn(request);
+  app.post<{ Params: { id: string } }>('/dashboard/api/keys/:id/revoke', { schema: { hide: true } }, async (request, reply) => {
+    const account = await signedIn(request, reply);
     // No key id has a NUL (PostgreSQL refuses one in text outright).
     const key = request.params.id.includes('\u0000') ? null : await ctx.store.revokeKey(request.params.id, account.id);
     if (!key) throw new ApiError('NOT_FOUND', `No key ${request.params.id}`);
@@ -247,31 +264,45 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Querystring: UsageQuery }>(
     '/dashboard/api/usage',
     { config: { route: 'usage' }, schema: { hide: true, querystring: usageQuerySchema } },
-    async (request) => usageBody(ctx, await signedIn(request), request.query),
+    async (request, reply) => usageBody(ctx, await signedIn(request, reply), request.query),
   );
 
   app.get<{ Querystring: EntryListQuery }>(
     '/dashboard/api/entries',
     { config: { route: 'entries' }, schema: { hide: true, querystring: entryListQuerySchema } },
-    async (request) => listEntries(ctx, (await signedIn(request)).id, request.query),
+    async (request, reply) => {
+      const list = await listEntries(ctx, (await signedIn(request, reply)).id, request.query);
+      // The list carries the start of each text and its length, not a whole answer of up to
+      // 100,000 characters per entry; an entry opened is read whole from /entries/:id.
+      return {
+        ...list,
+        data: list.data.map(({ question, answer, ...e }) => ({
+          ...e,
+          question_preview: preview(question),
+          question_length: question.length,
+          answer_preview: preview(answer),
+          answer_length: answer.length,
+        })),
+      };
+    },
   );
 
-  app.get<{ Params: { id: string } }>('/dashboard/api/entries/:id', { schema: { hide: true } }, async (request) => {
-    const account = await signedIn(request);
+  app.get<{ Params: { id: string } }>('/dashboard/api/entries/:id', { schema: { hide: true } }, async (request, reply) => {
+    const account = await signedIn(request, reply);
     const entry = await ctx.store.getEntry(account.id, parseEntryId(request.params.id));
     if (!entry) throw new ApiError('NOT_FOUND', `No entry ${request.params.id}`);
     return entryDetail(entry, ctx.cache.pendingHits(entry.id));
   });
 
-  app.delete<{ Params: { id: string } }>('/dashboard/api/entries/:id', { schema: { hide: true } }, async (request) => {
-    const account = await signedIn(request);
+  app.delete<{ Params: { id: string } }>('/dashboard/api/entries/:id', { schema: { hide: true } }, async (request, reply) => {
+    const account = await signedIn(request, reply);
     const id = parseEntryId(request.params.id);
     if (!(await ctx.cache.deleteEntry(account, id))) throw new ApiError('NOT_FOUND', `No entry ${request.params.id}`);
     return { deleted: true, id };
   });
 
-  app.put<{ Body: unknown }>('/dashboard/api/settings', { schema: { hide: true } }, async (request) => {
-    const account = await signedIn(request);
+  app.put<{ Body: unknown }>('/dashboard/api/settings', { schema: { hide: true } }, async (request, reply) => {
+    const account = await signedIn(request, reply);
     const body = request.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw invalid('body', `a JSON object with ${SETTINGS.join(' and/or ')}`, body);

@@ -21,6 +21,10 @@
     maximumFractionDigits: 2,
   });
   const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
+  // The list of entries carries the start of a question (its `_preview`) and its whole length.
+  const preview = (e, field) => `${e[`${field}_preview`]}${e[`${field}_length`] > e[`${field}_preview`].length ? '…' : ''}`;
+  const fmtUsd = (n) =>
+    n.toLocaleString('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 4 });
   const esc = (s) =>
     String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
@@ -34,16 +38,40 @@
 
   // What api() throws when the session has ended: the sign-in form says so, and nothing else need.
   const SIGNED_OUT = 'signed out';
-  const report = (e) => e.message !== SIGNED_OUT && toast(e.message);
+  // What it throws for an answer meant for another account than the one shown: the page has
+  // switched to that account, and said so.
+  const SWITCHED = 'switched';
+  const report = (e) => e.message !== SIGNED_OUT && e.message !== SWITCHED && toast(e.message);
+
+  // Another account signed in at this browser (in another tab): the page shows that account, with
+  // nothing of the one it showed, and says so. One switch for the answers that all find it.
+  let switching = null;
+  function switchAccount(change) {
+    switching ??= (async () => {
+      try {
+        const me = await api('/me', { anyAccount: true });
+        forgetAccount();
+        signedIn(me);
+        toast(
+          `Signed in as ${me.account.name} in another tab: ${change ? 'nothing was changed' : `this page now shows ${me.account.name}`}.`,
+        );
+      } finally {
+        switching = null;
+      }
+    })();
+    return switching;
+  }
 
   async function api(path, options = {}, again = false) {
     const headers = { ...(options.body ? { 'Content-Type': 'application/json' } : {}) };
     if (options.method && options.method !== 'GET' && state.csrf) headers['X-CSRF-Token'] = state.csrf;
     let res;
+    const { anyAccount, ...init } = options;
+    const shown = state.account?.id;
     try {
       res = await fetch(`/dashboard/api${path}`, {
         credentials: 'same-origin',
-        ...options,
+        ...init,
         headers,
         body: options.body ? JSON.stringify(options.body) : undefined,
       });
@@ -52,6 +80,14 @@
       throw new Error('Cannot reach the server: check that Reprise is running, then try again.');
     }
     const body = await res.json().catch(() => ({}));
+    // An answer for the session of another account than the one shown (signed in since in another
+    // tab) is not shown under this one's name: no list, figure or error of it.
+    const owner = res.headers.get('X-Reprise-Account');
+    if (owner && state.account && owner !== state.account.id && !anyAccount && path !== '/login') {
+      // Asked for an account the page no longer shows (signed out and in here meanwhile): dropped.
+      if (shown === state.account.id) await switchAccount(options.method && options.method !== 'GET');
+      throw new Error(SWITCHED);
+    }
     if (res.status === 401 && path !== '/login') {
       // Signed in until now (not a first visit): the session ended, expired or was signed out.
       showLogin(state.csrf ? 'Your session has ended: sign in again.' : '');
@@ -60,11 +96,10 @@
     if (res.status === 403 && body?.error?.code === 'FORBIDDEN' && !again) {
       // Signed in again in another tab: the browser's cookie is that session's, whose CSRF token
       // this page does not have. Take it, for the account this page shows only.
-      const me = await api('/me');
+      const me = await api('/me', { anyAccount: true });
       if (me.account.id !== state.account?.id) {
-        forgetAccount();
-        signedIn(me);
-        throw new Error(`Signed in as ${me.account.name} in another tab: nothing was changed.`);
+        await switchAccount(true);
+        throw new Error(SWITCHED);
       }
       state.csrf = me.csrf_token;
       return api(path, options, true);
@@ -175,6 +210,20 @@
       el,
     );
     state.charts.push(plot);
+    // The canvas says nothing to a screen reader: a table, not shown, says what it draws.
+    plot.root.setAttribute('aria-hidden', 'true');
+    if (opts.text) el.append(textTable(opts.text));
+  }
+
+  // A chart's text equivalent: its title and a summary as the caption, a row per period.
+  function textTable({ caption, summary, columns, rows }) {
+    // In a box of one pixel: a table is never narrower than its text, whatever its width.
+    const box = document.createElement('div');
+    box.className = 'visually-hidden';
+    box.innerHTML = `<table><caption>${esc(caption)}. ${esc(summary)}</caption>
+      <thead><tr>${columns.map((c) => `<th scope="col">${esc(c)}</th>`).join('')}</tr></thead>
+      <tbody>${rows.map(([period, ...cells]) => `<tr><th scope="row">${esc(period)}</th>${cells.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
+    return box;
   }
 
   // A chart takes its card's width as it is drawn; the window made narrower or wider (a phone
@@ -217,6 +266,24 @@
     const series = xs.map((x) => byStart.get(x) ?? zero);
     u.series = series;
     const quiet = series.every((p) => p.total_requests === 0);
+    // The periods as the charts' axes name them: hours in the browser's time, days as UTC dates.
+    const byHour = state.granularity === 'hour';
+    const periodName = (x) =>
+      byHour
+        ? new Date(x * 1000).toLocaleString('en-US', {
+            month: 'short',
+            day: 'numeric',
+            hour: '2-digit',
+            minute: '2-digit',
+            hourCycle: 'h23',
+          })
+        : new Date(x * 1000).toISOString().slice(0, 10);
+    const by = byHour ? 'by hour' : 'by UTC day';
+    const span = byHour ? 'Last 24 hours' : 'Last 14 days';
+    const column = byHour ? 'Hour' : 'Day (UTC)';
+    const sum = (f) => series.reduce((n, p) => n + f(p), 0);
+    const [requests, exact, semantic] = [sum((p) => p.total_requests), sum((p) => p.exact_hits), sum((p) => p.semantic_hits)];
+    const rate = requests ? Math.round(((exact + semantic) / requests) * 10000) / 100 : 0;
     chart(
       $('#chart-requests'),
       [
@@ -225,7 +292,15 @@
         { label: 'Semantic hits', stroke: '#f59e0b', width: 2 },
       ],
       [xs, u.series.map((p) => p.total_requests), u.series.map((p) => p.exact_hits), u.series.map((p) => p.semantic_hits)],
-      { quiet },
+      {
+        quiet,
+        text: {
+          caption: `Requests and hits ${by}`,
+          summary: `${span}: ${plural(requests, 'request', 'requests')}, ${plural(exact, 'exact hit', 'exact hits')}, ${plural(semantic, 'semantic hit', 'semantic hits')}.`,
+          columns: [column, 'Requests', 'Exact hits', 'Semantic hits'],
+          rows: series.map((p, i) => [periodName(xs[i]), fmtInt(p.total_requests), fmtInt(p.exact_hits), fmtInt(p.semantic_hits)]),
+        },
+      },
     );
     chart(
       $('#chart-rate'),
@@ -233,6 +308,12 @@
       [xs, u.series.map((p) => p.hit_rate_percentage)],
       {
         quiet,
+        text: {
+          caption: `Hit rate ${by}`,
+          summary: `${span}: ${rate}% of requests were hits.`,
+          columns: [column, 'Hit rate'],
+          rows: series.map((p, i) => [periodName(xs[i]), `${p.hit_rate_percentage}%`]),
+        },
         range: [0, 100],
         values: (_, ticks) => ticks.map((t) => `${t}%`),
       },
@@ -243,6 +324,12 @@
       [xs, u.series.map((p) => p.estimated_cost_savings_usd)],
       {
         quiet,
+        text: {
+          caption: `Estimated savings ${by}`,
+          summary: `${span}: ${fmtUsd(sum((p) => p.estimated_cost_savings_usd))} saved.`,
+          columns: [column, 'Savings (USD)'],
+          rows: series.map((p, i) => [periodName(xs[i]), fmtUsd(p.estimated_cost_savings_usd)]),
+        },
         // From $0, and to a cent at least: nothing saved is a flat line at $0, not a scale to $100.
         range: (_, _min, max) => [0, Math.max(max, 0.01)],
         // One number of decimals for the whole axis, by its top; from $1,000 in short ($7.5K, $1.5M),
@@ -262,7 +349,7 @@
       ? top
           .map(
             (e) =>
-              `<tr><td class="truncate" dir="auto" title="${esc(e.question)}">${esc(e.question)}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`,
+              `<tr><td class="truncate" dir="auto" title="${esc(preview(e, 'question'))}">${esc(preview(e, 'question'))}</td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td></tr>`,
           )
           .join('')
       : '<tr><td colspan="3" class="muted">No entry reused yet.</td></tr>';
@@ -272,7 +359,7 @@
       ? slow
           .map(
             (e) =>
-              `<tr><td class="truncate" dir="auto" title="${esc(e.question)}">${esc(e.question)}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`,
+              `<tr><td class="truncate" dir="auto" title="${esc(preview(e, 'question'))}">${esc(preview(e, 'question'))}</td><td class="num">${fmtInt(e.usage_count)}</td><td class="num">${e.average_lookup_ms} ms</td></tr>`,
           )
           .join('')
       : '<tr><td colspan="3" class="muted">No hits served yet.</td></tr>';
@@ -309,7 +396,7 @@
       ? r.data
           .map(
             (e) =>
-              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(e.question)}"><button type="button" class="open-entry" dir="auto">${esc(e.question)}</button></td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
+              `<tr class="clickable${state.selected === e.id ? ' selected' : ''}" data-id="${e.id}"><td class="truncate" title="${esc(preview(e, 'question'))}"><button type="button" class="open-entry" dir="auto">${esc(preview(e, 'question'))}</button></td><td>${esc(e.model)}</td><td class="num">${fmtInt(e.usage_count)}</td><td>${fmtDate(e.created_at)}</td></tr>`,
           )
           .join('')
       : `<tr><td colspan="4" class="muted">${state.q ? 'No entries match this search.' : 'Nothing cached yet: store answers through the API.'}</td></tr>`;
@@ -401,8 +488,22 @@
       loadUsage().catch(report);
     });
   }
-  $('#key-form').addEventListener('submit', async (ev) => {
+  // A button whose action is on its way is disabled until it is done: pressed again meanwhile (a
+  // slow server), it would make a second key whose secret is never shown, or delete again.
+  async function once(button, action) {
+    if (button.disabled) return;
+    button.disabled = true;
+    try {
+      await action();
+    } finally {
+      button.disabled = false;
+    }
+  }
+  $('#key-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
+    once($('#generate-key'), generateKey);
+  });
+  async function generateKey() {
     try {
       const k = await api('/keys', { method: 'POST', body: { name: $('#key-name').value } });
       $('#new-key-value').textContent = k.key;
@@ -413,7 +514,7 @@
     } catch (e) {
       report(e);
     }
-  });
+  }
   $('#copy-key').addEventListener('click', async () => {
     try {
       await navigator.clipboard.writeText($('#new-key-value').textContent);
@@ -429,6 +530,7 @@
   $('#keys-table').addEventListener('click', async (ev) => {
     const b = ev.target.closest('button.revoke');
     if (!b || !confirm('Revoke this key? Requests using it will be refused at once.')) return;
+    const at = [...document.querySelectorAll('#keys-table button.revoke')].indexOf(b);
     try {
       await api(`/keys/${encodeURIComponent(b.dataset.id)}/revoke`, { method: 'POST' });
     } catch (e) {
@@ -438,6 +540,9 @@
     }
     toast('Key revoked');
     await loadKeys();
+    // The button pressed is gone: on to the next key's (or the one before), not to the page's top.
+    const left = document.querySelectorAll('#keys-table button.revoke');
+    (left[Math.min(at, left.length - 1)] ?? $('#key-name')).focus();
   });
   $('#search-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -446,7 +551,7 @@
     loadEntries().catch(report);
   });
   // The page shown stays the current one until the next has come.
-  async function goToPage(page) {
+  async function goToPage(page, pressed) {
     const shown = state.page;
     state.page = page;
     try {
@@ -454,24 +559,35 @@
     } catch (e) {
       state.page = shown;
       report(e);
+      return;
+    }
+    // At the first or last page the button pressed is disabled, and would drop the focus to the
+    // page's top: it goes to the other one (unless it was taken elsewhere meanwhile).
+    if (pressed.disabled && [pressed, document.body].includes(document.activeElement)) {
+      const other = pressed.id === 'next' ? $('#prev') : $('#next');
+      (other.disabled ? $('#search') : other).focus();
     }
   }
-  $('#prev').addEventListener('click', () => goToPage(Math.max(1, state.page - 1)));
-  $('#next').addEventListener('click', () => goToPage(state.page + 1));
+  $('#prev').addEventListener('click', (ev) => goToPage(Math.max(1, state.page - 1), ev.currentTarget));
+  $('#next').addEventListener('click', (ev) => goToPage(state.page + 1, ev.currentTarget));
   $('#entries-table').addEventListener('click', (ev) => {
     const tr = ev.target.closest('tr.clickable');
     if (tr) showEntry(Number(tr.dataset.id)).catch(report);
   });
   $('#entry').addEventListener('click', async (ev) => {
     const b = ev.target.closest('#delete-entry');
-    if (!b || !confirm('Delete this entry? It stops matching at once.')) return;
-    try {
-      await api(`/entries/${b.dataset.id}`, { method: 'DELETE' });
-    } catch (e) {
-      // Not deleted: the entry still matches, and the toast must not say otherwise.
-      report(e);
-      return;
-    }
+    if (!b || b.disabled || !confirm('Delete this entry? It stops matching at once.')) return;
+    let deleted = false;
+    await once(b, async () => {
+      try {
+        await api(`/entries/${b.dataset.id}`, { method: 'DELETE' });
+        deleted = true;
+      } catch (e) {
+        // Not deleted: the entry still matches, and the toast must not say otherwise.
+        report(e);
+      }
+    });
+    if (!deleted) return;
     $('#entry').hidden = true;
     state.selected = null;
     toast('Entry deleted');
@@ -495,5 +611,13 @@
     }
   });
 
-  api('/me').then(signedIn, () => showLogin());
+  // Back to this tab from another, where another account may have signed in or the session
+  // ended: the session is looked at then, not at the next click.
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && state.account) api('/me').catch(report);
+  });
+
+  // No one signed in: the sign-in form. The server unable to say (a 503, unreachable): the form
+  // with why, as signing in would not work either.
+  api('/me').then(signedIn, (e) => showLogin(e.message === SIGNED_OUT ? '' : e.message));
 })();
