@@ -26,7 +26,7 @@ import type { BucketRule, LimitResult } from './limits/interface.ts';
 import { MemoryRateLimiter } from './limits/memory.ts';
 import { limitedAddress } from './util/address.ts';
 import { Metrics } from './api/metrics.ts';
-import { isSqliteUnavailable } from './store/sqlite.ts';
+import { isSqliteDamaged, isSqliteUnavailable } from './store/sqlite.ts';
 import { AccountGoneError } from './store/interface.ts';
 
 export type { AppContext } from './api/context.ts';
@@ -74,7 +74,10 @@ function publicLimit(reply: FastifyReply, r: LimitResult): void {
 
 /** Readies `reply` to answer `apiError` (status, Retry-After, a log line for a fault) and returns its body. */
 function errorReply(apiError: ApiError, cause: Error, request: FastifyRequest, reply: FastifyReply): ErrorBody {
-  if (apiError.code === 'SERVICE_UNAVAILABLE') {
+  if (apiError.code === 'SERVICE_UNAVAILABLE' && isSqliteDamaged(cause)) {
+    // The damage itself is logged once, with SQLite's error (AppContext.storeDamaged).
+    request.log.warn({ request_id: request.id, store: 'damaged' }, 'request refused: it needs a damaged part of the database');
+  } else if (apiError.code === 'SERVICE_UNAVAILABLE') {
     request.log.warn({ err: cause, request_id: request.id }, 'request refused: a dependency is unavailable or the server is closing');
   } else if (apiError.status >= 500) {
     request.log.error({ err: cause, request_id: request.id }, 'request failed');
@@ -342,6 +345,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     // takes QUERY, the request is answered as any other method no route takes.
     const apiError =
       err.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' && request.is404 ? unrouted(request, reply) : toApiError(err, request);
+    if (isSqliteDamaged(err)) ctx.storeDamaged?.(err);
     return errorReply(apiError, err, request, reply);
   });
 
@@ -532,6 +536,12 @@ function toApiError(err: FastifyError, request: FastifyRequest): ApiError {
   }
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
     return new ApiError('INVALID_INPUT', err.message);
+  }
+  if (isSqliteDamaged(err)) {
+    return new ApiError(
+      'SERVICE_UNAVAILABLE',
+      "Reprise's database is damaged where this request needs it; the server log says more, and the operator must repair or restore it",
+    );
   }
   if (err.statusCode === 503 || (err as { unavailable?: boolean }).unavailable === true || isSqliteUnavailable(err)) {
     return new ApiError('SERVICE_UNAVAILABLE', 'A dependency of Reprise is unavailable; retry shortly');

@@ -15,7 +15,7 @@ import type { RateLimiter } from './limits/interface.ts';
 import { MemoryRateLimiter } from './limits/memory.ts';
 import { planOf } from './limits/plans.ts';
 import type { Store } from './store/interface.ts';
-import { SqliteStore } from './store/sqlite.ts';
+import { isSqliteDamaged, SqliteStore } from './store/sqlite.ts';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from './store/data-dir-lock.ts';
 import { PostgresStore } from './store/postgres.ts';
 import { RedisRateLimiter } from './limits/redis.ts';
@@ -214,6 +214,7 @@ export interface Runtime {
 
 /** Where the runtime reports what happens outside any request (a dependency lost and back). */
 export interface RuntimeLog {
+  error?(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
 }
@@ -557,21 +558,37 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   }, opts.sweepMs ?? 60_000);
   sweeper.unref();
 
+  // The first error that said the embedded database is damaged: logged once, and said by the
+  // health checks until a restart (the damage stays until an operator repairs the file).
+  let damage: unknown = null;
+  const storeDamaged = (err: unknown): void => {
+    if (damage !== null) return;
+    damage = err;
+    (opts.log?.error ?? opts.log?.warn)?.call(
+      opts.log,
+      { err, file: sqlitePath(config) },
+      `the database ${sqlitePath(config)} is damaged: requests that need its damaged pages are refused (503) and the rest are served; stop the server, keep a copy of the file, and restore it from a backup or recover it with sqlite3's .recover (README, Durability)`,
+    );
+  };
   const ctx: AppContext = {
     config,
     store,
     cache,
     limiter,
     version: VERSION,
+    storeDamaged: store instanceof SqliteStore ? storeDamaged : undefined,
     async ready() {
       const checks: Record<string, string> = {};
       let error: unknown;
       try {
         await store.getAccount('readiness-probe');
-        // Informational: checks are answered while writes fail (stores are 503 meanwhile).
-        checks.store = store.writesFailing ? 'read-only' : 'ok';
+        // Informational: checks are answered while writes fail (stores are 503 meanwhile), and
+        // from a database damaged in places, what can be read.
+        checks.store = damage !== null ? 'damaged' : store.writesFailing ? 'read-only' : 'ok';
       } catch (err) {
-        checks.store = 'unavailable';
+        const damaged = store instanceof SqliteStore && isSqliteDamaged(err);
+        if (damaged) storeDamaged(err);
+        checks.store = damaged ? 'damaged' : 'unavailable';
         error = err;
       }
       // Informational: checks and stores are answered without it (misses, exact only).
@@ -580,7 +597,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       if (embedder) checks.index = cache.indexReady ? 'ok' : 'loading';
       // Informational: limits fail open to per-node buckets while Redis is away.
       if (limiter.degraded !== undefined) checks.limiter = limiter.degraded ? 'degraded' : 'ok';
-      return { ok: checks.store !== 'unavailable', checks, error };
+      return { ok: error === undefined, checks, error };
     },
   };
   return {
