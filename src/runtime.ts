@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AppContext } from './api/context.ts';
@@ -631,7 +631,22 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       // An index not loaded whole is not saved: the next start would take it for all there is.
       if (snapshot && cache.indexReady) {
         await forgetDeleted();
-        await saveEmbeddedSnapshot(snapshot, snapshot.store.vectorSeq());
+        try {
+          await saveEmbeddedSnapshot(snapshot, snapshot.store.vectorSeq());
+        } catch (err) {
+          // Nothing is lost (a full disk, a data directory that cannot be written): every entry is
+          // in the database, which keeps the token of the snapshot saved before and the removals
+          // made since. What this save left half-written is never loaded; it is removed if it can be.
+          try {
+            rmSync(`${snapshot.dir}.new`, { recursive: true, force: true });
+          } catch {
+            // The next save removes it first.
+          }
+          opts.log?.warn(
+            { err },
+            'the semantic index snapshot could not be saved at shutdown; nothing is lost: the next start loads the snapshot saved before and reads what changed since from the database, or rebuilds the index from it',
+          );
+        }
       }
       if (nodeSnapshot && cache.indexReady) {
         // When PostgreSQL does not answer, the snapshot on disk, the one loaded at start and

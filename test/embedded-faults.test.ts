@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, existsSync, openSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { tempDir } from './helpers.ts';
 import { api, startServerProcess, type ServerProcess } from './process.ts';
+import { eventually } from './services.ts';
 
 const user = (content: string) => ({ role: 'user' as const, content });
 
@@ -92,4 +94,85 @@ describe('embedded store: a database file damaged on disk', () => {
     assert.ok(damage[0]?.msg.includes(file), damage[0]?.msg);
     assert.equal(lines.filter((l) => l.level >= 50 && l !== damage[0]).length, 0, 'no request failed as an internal error');
   });
+});
+
+/** Mounts a file system of `size` at `dir` (root only); false where it cannot. */
+function mountSmall(dir: string, size: string): boolean {
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Writes to `file` until the file system is full. */
+function fillDisk(file: string): void {
+  const fd = openSync(file, 'w');
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (;;) writeSync(fd, chunk);
+  } catch (err) {
+    assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+describe('embedded store: the disk full at shutdown', () => {
+  test(
+    'the index snapshot cannot be saved: a warning, exit code 0, and nothing lost at the next start',
+    { timeout: 180_000 },
+    async (t) => {
+      const dir = tempDir();
+      // A file system of its own to fill: needs root (as the CI machine runs) and leave to mount.
+      if (!mountSmall(dir, '32m')) {
+        t.skip('cannot mount a tmpfs here (needs root)');
+        return;
+      }
+      try {
+        const env = { REPRISE_DATA_DIR: dir, REPRISE_EMBED_WORKERS: '1' };
+        let server = await startServerProcess(env, 120_000, { keepOutput: true });
+        const key = bootstrapKey(server);
+        const stored = 10;
+        for (let i = 0; i < stored; i++) {
+          const res = await api(server.url, 'POST', '/api/v1/store', key, { messages: [user(`question ${i}`)], answer: `answer ${i}` });
+          assert.equal(res.status, 200);
+          assert.equal(res.json.stored, true);
+        }
+        // The counters of those stores written by the server's batch, before the disk fills.
+        const db = new Database(path.join(dir, 'reprise.db'), { readonly: true });
+        try {
+          const counted = () => (db.prepare('SELECT COALESCE(SUM(stores), 0) FROM usage').pluck().get() as number) === stored;
+          assert.ok(await eventually(async () => counted()), 'the counters are written');
+        } finally {
+          db.close();
+        }
+        const filler = path.join(dir, 'filler');
+        fillDisk(filler);
+        assert.equal(await server.stop(), 0, server.stdout());
+        const warned = logLines(server).filter((l) => /snapshot could not be saved at shutdown; nothing is lost/.test(l.msg));
+        assert.equal(warned.length, 1, server.stdout());
+        assert.equal(warned[0]?.level, 40);
+        rmSync(filler);
+
+        server = await startServerProcess(env, 120_000);
+        try {
+          for (let i = 0; i < stored; i++) {
+            const hit = await api(server.url, 'POST', '/api/v1/check', key, { messages: [user(`question ${i}`)] });
+            assert.equal(hit.json.answer, `answer ${i}`);
+          }
+          // A question worded otherwise is found in the index of the next start.
+          const similar = await api(server.url, 'POST', '/api/v1/check', key, { messages: [user('Question 3?')] });
+          assert.equal(similar.json.cache_hit, true, JSON.stringify(similar.json));
+          const usage = await api(server.url, 'GET', '/api/v1/usage', key);
+          assert.equal(usage.json.stores, stored, JSON.stringify(usage.json));
+        } finally {
+          await server.stop();
+        }
+      } finally {
+        execFileSync('umount', [dir]);
+      }
+    },
+  );
 });
