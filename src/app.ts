@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, {
+  errorCodes,
   LogController,
   type FastifyBaseLogger,
   type FastifyError,
@@ -72,6 +73,9 @@ function publicLimit(reply: FastifyReply, r: LimitResult): void {
   }
 }
 
+/** Responses to requests that sent `Expect: 100-continue` and have not been sent 100 Continue yet. */
+const awaitingContinue = new WeakSet<ServerResponse>();
+
 /** Readies `reply` to answer `apiError` (status, Retry-After, a log line for a fault) and returns its body. */
 function errorReply(apiError: ApiError, cause: Error, request: FastifyRequest, reply: FastifyReply): ErrorBody {
   if (apiError.code === 'SERVICE_UNAVAILABLE' && isSqliteDamaged(cause)) {
@@ -83,6 +87,9 @@ function errorReply(apiError: ApiError, cause: Error, request: FastifyRequest, r
     request.log.error({ err: cause, request_id: request.id }, 'request failed');
   }
   reply.code(apiError.status);
+  // Refused before its 100 Continue: the client may or may not send the body it held back, so
+  // nothing more can be framed on the connection.
+  if (awaitingContinue.has(reply.raw)) reply.header('Connection', 'close');
   if (apiError.code === 'RATE_LIMIT_EXCEEDED' && apiError.retryAfter !== undefined) {
     reply.header('Retry-After', apiError.retryAfter);
   }
@@ -167,6 +174,15 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   // Node answers an Expect other than 100-continue itself (417, no body) unless told otherwise:
   // such requests are handed to Fastify, whose request hook refuses them in the spec's shape.
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => app.server.emit('request', req, res));
+  // Node answers `Expect: 100-continue` with 100 Continue at once unless told otherwise: a client
+  // with a wrong key, or a body over the limit, would send its whole body before its refusal. Such
+  // requests are handed to Fastify as they are; 100 Continue is sent once the key and limits have
+  // passed and the Content-Length is within the limit (the preParsing hook below), as the body is
+  // about to be read. A request refused before that gets its final status at once.
+  app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    awaitingContinue.add(res);
+    app.server.emit('request', req, res);
+  });
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
   // (A body of a type with no parser is 415, or, to no route, answered 404 or 405 unread.)
   app.removeContentTypeParser('text/plain');
@@ -302,6 +318,23 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
         () => done(refusal),
         (err: FastifyError) => done(err),
       );
+  });
+
+  // See 'checkContinue' above.
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (!awaitingContinue.has(reply.raw)) {
+      done(null, payload);
+      return;
+    }
+    const limit = request.routeOptions.bodyLimit ?? ctx.config.limits.bodyBytes;
+    const length = Number(request.headers['content-length']);
+    if (Number.isFinite(length) && length > limit) {
+      done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+      return;
+    }
+    awaitingContinue.delete(reply.raw);
+    reply.raw.writeContinue();
+    done(null, payload);
   });
 
   // Known paths (patterns with parameters too, such as /api/v1/entries/:id) and their methods, for
