@@ -4,7 +4,7 @@ import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AppContext } from './api/context.ts';
-import type { Config } from './config.ts';
+import { ConfigError, type Config } from './config.ts';
 import { Pricing } from './cache/pricing.ts';
 import type { CalibratedScorer, HitModel } from './cache/calibrated.ts';
 import { cosineScorer, type HitScorer } from './cache/scorer.ts';
@@ -165,13 +165,22 @@ export async function openEmbedder(config: Config): Promise<Embedder | null> {
       return createUseLiteEmbedder({ workers: e.workers === 0 ? undefined : e.workers, memoSize: e.memoSize, priority: e.priority });
     }
     case 'http': {
-      const { createHttpEmbedder } = await import('./embedding/http.ts');
-      return createHttpEmbedder({
-        baseUrl: e.url,
-        model: e.model,
-        apiKey: e.apiKey ?? undefined,
-        dimensions: e.dimensions ?? undefined,
-      });
+      const { createHttpEmbedder, DimensionsMismatchError } = await import('./embedding/http.ts');
+      try {
+        return await createHttpEmbedder({
+          baseUrl: e.url,
+          model: e.model,
+          apiKey: e.apiKey ?? undefined,
+          dimensions: e.dimensions ?? undefined,
+        });
+      } catch (err) {
+        if (!(err instanceof DimensionsMismatchError)) throw err;
+        // Refused as any other bad setting (exit code 2), naming what the model really gives.
+        throw new ConfigError(
+          'REPRISE_EMBED_DIMENSIONS',
+          `is ${err.given}, but the model ${e.model} at ${err.url} returns vectors of ${err.actual} dimensions; set it to ${err.actual}, or to 0 to learn it at start`,
+        );
+      }
     }
   }
 }
