@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AppContext } from './api/context.ts';
@@ -64,6 +64,34 @@ function dataDirProblem(dir: string, err: unknown): string {
     // Missing, or under a file: the error says which.
   }
   return file ? `${dir} is a file, not a directory` : (err as Error).message;
+}
+
+/**
+ * Refuses an embedded database that this user cannot write (a file made read-only, or owned by
+ * another user after a copy or a restore as root): SQLite would open it read-only without a word,
+ * and the server would answer checks and refuse every store, key use and counter. Said at start,
+ * naming the file and its permissions.
+ */
+function refuseReadOnlyDatabase(config: Config): void {
+  if (config.databaseUrl) return;
+  const db = sqlitePath(config);
+  for (const file of [db, `${db}-wal`, `${db}-shm`]) {
+    let st;
+    try {
+      st = statSync(file);
+    } catch {
+      continue;
+    }
+    try {
+      accessSync(file, constants.W_OK);
+    } catch {
+      const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
+      const user = process.getuid?.() ?? 'unknown';
+      throw new StoreOpenError(
+        `cannot open the store at REPRISE_DATA_DIR (${db}): ${file} is not writable by this user (uid ${user}; the file's owner is uid ${st.uid}, mode ${mode}); make it writable by the user the server runs as (chown or chmod u+w)`,
+      );
+    }
+  }
 }
 
 /**
@@ -269,6 +297,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       throw err;
     }
   };
+  await step(() => refuseReadOnlyDatabase(config));
   const store: Store = await step(() => openStore(config));
   opened.push(() => store.close());
   const embedder = opts.embedder !== undefined ? opts.embedder : await step(() => openEmbedder(config));

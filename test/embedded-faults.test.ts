@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, rmSync, writeSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, chownSync, closeSync, existsSync, openSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { tempDir } from './helpers.ts';
-import { api, startServerProcess, type ServerProcess } from './process.ts';
+import { SqliteStore } from '../src/store/sqlite.ts';
+import { api, BIN, childEnv, ROOT, startServerProcess, type ServerProcess } from './process.ts';
 import { eventually } from './services.ts';
 
 const user = (content: string) => ({ role: 'user' as const, content });
@@ -173,6 +176,63 @@ describe('embedded store: the disk full at shutdown', () => {
       } finally {
         execFileSync('umount', [dir]);
       }
+    },
+  );
+});
+
+/** The command that runs the server as a user other than root: as it is, or through setpriv when this is root. */
+function asOtherUser(): { command: string[]; uid: number; gid: number } | string {
+  if (process.getuid?.() !== 0) return { command: [process.execPath], uid: process.getuid?.() ?? -1, gid: -1 };
+  const ids = (flag: string) => Number(spawnSync('id', [flag, 'nobody'], { encoding: 'utf8' }).stdout.trim());
+  const command = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath];
+  const probe = spawnSync(command[0] as string, [...command.slice(1), BIN, 'help'], { cwd: ROOT, env: childEnv({ HOME: '/tmp' }) });
+  return probe.status === 0
+    ? { command, uid: ids('-u'), gid: ids('-g') }
+    : 'cannot run the server as nobody here (setpriv, or a checkout it cannot read)';
+}
+
+describe('embedded store: a database file this user cannot write', () => {
+  test(
+    'the server refuses to start, in one line naming the file and its permissions, rather than serve read-only',
+    { timeout: 60_000 },
+    async (t) => {
+      const other = asOtherUser();
+      if (typeof other === 'string') {
+        t.skip(other);
+        return;
+      }
+      const dir = tempDir();
+      const file = path.join(dir, 'reprise.db');
+      await new SqliteStore(file).close();
+      if (other.gid >= 0) {
+        chownSync(dir, other.uid, other.gid);
+        chownSync(file, other.uid, other.gid);
+      }
+      // Read-only for its owner, the user the server runs as (a copy made with `cp -p` of a backup).
+      chmodSync(file, 0o444);
+      const [command, ...args] = other.command as [string, ...string[]];
+      const child = spawn(command, [...args, BIN, 'serve'], {
+        cwd: ROOT,
+        env: childEnv({ HOME: '/tmp', HOST: '127.0.0.1', PORT: '0', REPRISE_DATA_DIR: dir, REPRISE_EMBEDDER: 'none' }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        stdout += d;
+        // A server that starts all the same is stopped, and the test fails on its exit code.
+        if (/Reprise is listening/.test(stdout)) child.kill();
+      });
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      assert.equal(code, 1, `${stdout}\n${stderr}`);
+      const lines = stderr.trim().split('\n');
+      assert.equal(lines.length, 1, stderr);
+      assert.match(
+        lines[0] as string,
+        new RegExp(`^reprise: cannot open the store at REPRISE_DATA_DIR \\(${file}\\): ${file} is not writable by this user .*mode 0444`),
+      );
+      assert.doesNotMatch(stdout, /rp_live_|Reprise is listening/);
     },
   );
 });
