@@ -63,7 +63,11 @@ function dataDirProblem(dir: string, err: unknown): string {
   } catch {
     // Missing, or under a file: the error says which.
   }
-  return file ? `${dir} is a file, not a directory` : (err as Error).message;
+  if (file) return `${dir} is a file, not a directory`;
+  // SQLite's "file is not a database" or "database disk image is malformed" alone does not say what to do.
+  if (isSqliteDamaged(err))
+    return `${(err as Error).message}: the file is damaged or is no Reprise database; restore it from a backup, or move it away to start with an empty one`;
+  return (err as Error).message;
 }
 
 /**
@@ -300,6 +304,18 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   await step(() => refuseReadOnlyDatabase(config));
   const store: Store = await step(() => openStore(config));
   opened.push(() => store.close());
+  // The first error that said the embedded database is damaged: logged once, and said by the
+  // health checks until a restart (the damage stays until an operator repairs the file).
+  let damage: unknown = null;
+  const storeDamaged = (err: unknown): void => {
+    if (damage !== null) return;
+    damage = err;
+    (opts.log?.error ?? opts.log?.warn)?.call(
+      opts.log,
+      { err, file: sqlitePath(config) },
+      `the database ${sqlitePath(config)} is damaged: requests that need its damaged pages are refused (503) and the rest are served; stop the server, keep a copy of the file, and restore it from a backup or recover it with sqlite3's .recover (README, Durability)`,
+    );
+  };
   const embedder = opts.embedder !== undefined ? opts.embedder : await step(() => openEmbedder(config));
   if (opts.embedder === undefined && embedder) opened.push(() => embedder.close());
   const limiter = await step(() => openLimiter(config, opts.log));
@@ -490,11 +506,20 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     );
   };
   const loadStarted = performance.now();
+  /** Whether loading the index stopped for good (a damaged database): the health says so. */
+  let indexStopped = false;
   const indexLoaded = cache
     .loadIndex(watermark ?? 0, {
       fromChanges: nodeToken !== null,
       signal: background.signal,
-      onError: (err) => opts.log?.warn({ err }, 'loading the semantic index: the store does not answer; trying again'),
+      onError: (err) => {
+        // A damaged database is not repaired by reading it again: the load stops (said below).
+        if (store instanceof SqliteStore && isSqliteDamaged(err)) {
+          storeDamaged(err);
+          throw err;
+        }
+        opts.log?.warn({ err }, 'loading the semantic index: the store does not answer; trying again');
+      },
       beforeReady: async () => {
         await sync?.start();
         await sync?.caughtUp();
@@ -511,7 +536,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
           return background.signal.aborted ? undefined : saveRebuilt();
         }
       },
-      (err: unknown) => opts.log?.warn({ err }, 'loading the semantic index stopped; semantic checks are misses until the next start'),
+      (err: unknown) => {
+        indexStopped = true;
+        opts.log?.warn({ err }, 'loading the semantic index stopped; semantic checks are misses until the next start');
+      },
     );
   // Vectors read while the index loaded may be of an account deleted meanwhile.
   if (snapshot) void indexLoaded.then(() => (background.signal.aborted ? undefined : forgetDeleted()));
@@ -596,18 +624,6 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   }, opts.sweepMs ?? 60_000);
   sweeper.unref();
 
-  // The first error that said the embedded database is damaged: logged once, and said by the
-  // health checks until a restart (the damage stays until an operator repairs the file).
-  let damage: unknown = null;
-  const storeDamaged = (err: unknown): void => {
-    if (damage !== null) return;
-    damage = err;
-    (opts.log?.error ?? opts.log?.warn)?.call(
-      opts.log,
-      { err, file: sqlitePath(config) },
-      `the database ${sqlitePath(config)} is damaged: requests that need its damaged pages are refused (503) and the rest are served; stop the server, keep a copy of the file, and restore it from a backup or recover it with sqlite3's .recover (README, Durability)`,
-    );
-  };
   const ctx: AppContext = {
     config,
     store,
@@ -632,7 +648,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       // Informational: checks and stores are answered without it (misses, exact only).
       checks.embedder = embedder ? (cache.embedderAvailable ? 'ok' : 'unavailable') : 'disabled';
       // Informational: exact hits and stores are served while the index loads.
-      if (embedder) checks.index = cache.indexReady ? 'ok' : 'loading';
+      if (embedder) checks.index = cache.indexReady ? 'ok' : indexStopped ? 'unavailable' : 'loading';
       // Informational: limits fail open to per-node buckets while Redis is away.
       if (limiter.degraded !== undefined) checks.limiter = limiter.degraded ? 'degraded' : 'ok';
       return { ok: error === undefined, checks, error };

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { tempDir } from './helpers.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
-import { api, BIN, childEnv, ROOT, startServerProcess, type ServerProcess } from './process.ts';
+import { api, BIN, childEnv, ROOT, runCli, startServerProcess, type ServerProcess } from './process.ts';
 import { eventually } from './services.ts';
 
 const user = (content: string) => ({ role: 'user' as const, content });
@@ -121,6 +121,58 @@ function fillDisk(file: string): void {
     closeSync(fd);
   }
 }
+
+describe('embedded store: a database file whose header is overwritten', () => {
+  test('the start is refused in one line that says the file is damaged and what to do', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reprise.db');
+    await new SqliteStore(file).close();
+    overwritePage(file, 1, 100);
+    const started = await runCli(['serve'], { REPRISE_DATA_DIR: dir, REPRISE_EMBEDDER: 'none', HOST: '127.0.0.1', PORT: '0' });
+    assert.equal(started.code, 1, started.stdout);
+    assert.equal(started.stderr.trim().split('\n').length, 1, started.stderr);
+    assert.match(started.stderr, /file is not a database: the file is damaged or is no Reprise database; restore it from a backup/);
+  });
+});
+
+describe('embedded store: a database file damaged where the index is loaded from', () => {
+  test(
+    'the load stops at once with the damage logged once and said by the health, not tried again every second for good',
+    { timeout: 120_000 },
+    async () => {
+      const dir = tempDir();
+      const env = { REPRISE_DATA_DIR: dir, REPRISE_EMBED_WORKERS: '1' };
+      let server = await startServerProcess(env, 120_000);
+      const key = bootstrapKey(server);
+      for (let i = 0; i < 5; i++) {
+        const res = await api(server.url, 'POST', '/api/v1/store', key, { messages: [user(`question ${i}`)], answer: `answer ${i}` });
+        assert.equal(res.status, 200);
+      }
+      assert.equal(await server.stop(), 0);
+      // No snapshot: the index is read from the entries, whose table's page is overwritten.
+      rmSync(path.join(dir, 'index'), { recursive: true, force: true });
+      const file = path.join(dir, 'reprise.db');
+      const db = new Database(file, { readonly: true });
+      const pageSize = db.pragma('page_size', { simple: true }) as number;
+      const root = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'entries'").pluck().get() as number;
+      db.close();
+      overwritePage(file, root, pageSize);
+
+      server = await startServerProcess(env, 120_000, { keepOutput: true });
+      try {
+        const health = await fetch(`${server.url}/healthz`);
+        const body = (await health.json()) as { checks: Record<string, string> };
+        assert.equal(body.checks.store, 'damaged', JSON.stringify(body));
+        assert.equal(body.checks.index, 'unavailable', JSON.stringify(body));
+      } finally {
+        await server.stop();
+      }
+      const lines = logLines(server);
+      assert.equal(lines.filter((l) => /is damaged/.test(l.msg)).length, 1, server.stdout());
+      assert.equal(lines.filter((l) => /trying again/.test(l.msg)).length, 0, server.stdout());
+    },
+  );
+});
 
 describe('embedded store: the disk full at shutdown', () => {
   test(
