@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, {
+  errorCodes,
   LogController,
   type FastifyBaseLogger,
   type FastifyError,
@@ -26,7 +27,7 @@ import type { BucketRule, LimitResult } from './limits/interface.ts';
 import { MemoryRateLimiter } from './limits/memory.ts';
 import { limitedAddress } from './util/address.ts';
 import { Metrics } from './api/metrics.ts';
-import { isSqliteUnavailable } from './store/sqlite.ts';
+import { isSqliteDamaged, isSqliteUnavailable } from './store/sqlite.ts';
 import { AccountGoneError } from './store/interface.ts';
 
 export type { AppContext } from './api/context.ts';
@@ -72,14 +73,23 @@ function publicLimit(reply: FastifyReply, r: LimitResult): void {
   }
 }
 
+/** Responses to requests that sent `Expect: 100-continue` and have not been sent 100 Continue yet. */
+const awaitingContinue = new WeakSet<ServerResponse>();
+
 /** Readies `reply` to answer `apiError` (status, Retry-After, a log line for a fault) and returns its body. */
 function errorReply(apiError: ApiError, cause: Error, request: FastifyRequest, reply: FastifyReply): ErrorBody {
-  if (apiError.code === 'SERVICE_UNAVAILABLE') {
+  if (apiError.code === 'SERVICE_UNAVAILABLE' && isSqliteDamaged(cause)) {
+    // The damage itself is logged once, with SQLite's error (AppContext.storeDamaged).
+    request.log.warn({ request_id: request.id, store: 'damaged' }, 'request refused: it needs a damaged part of the database');
+  } else if (apiError.code === 'SERVICE_UNAVAILABLE') {
     request.log.warn({ err: cause, request_id: request.id }, 'request refused: a dependency is unavailable or the server is closing');
   } else if (apiError.status >= 500) {
     request.log.error({ err: cause, request_id: request.id }, 'request failed');
   }
   reply.code(apiError.status);
+  // Refused before its 100 Continue: the client may or may not send the body it held back, so
+  // nothing more can be framed on the connection.
+  if (awaitingContinue.has(reply.raw)) reply.header('Connection', 'close');
   if (apiError.code === 'RATE_LIMIT_EXCEEDED' && apiError.retryAfter !== undefined) {
     reply.header('Retry-After', apiError.retryAfter);
   }
@@ -167,6 +177,15 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   // Node answers an Expect other than 100-continue itself (417, no body) unless told otherwise:
   // such requests are handed to Fastify, whose request hook refuses them in the spec's shape.
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => app.server.emit('request', req, res));
+  // Node answers `Expect: 100-continue` with 100 Continue at once unless told otherwise: a client
+  // with a wrong key, or a body over the limit, would send its whole body before its refusal. Such
+  // requests are handed to Fastify as they are; 100 Continue is sent once the key and limits have
+  // passed and the Content-Length is within the limit (the preParsing hook below), as the body is
+  // about to be read. A request refused before that gets its final status at once.
+  app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    awaitingContinue.add(res);
+    app.server.emit('request', req, res);
+  });
   // Only JSON bodies are accepted; Fastify's text/plain parser would let other types through.
   // (A body of a type with no parser is 415, or, to no route, answered 404 or 405 unread.)
   app.removeContentTypeParser('text/plain');
@@ -304,6 +323,23 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       );
   });
 
+  // See 'checkContinue' above.
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (!awaitingContinue.has(reply.raw)) {
+      done(null, payload);
+      return;
+    }
+    const limit = request.routeOptions.bodyLimit ?? ctx.config.limits.bodyBytes;
+    const length = Number(request.headers['content-length']);
+    if (Number.isFinite(length) && length > limit) {
+      done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+      return;
+    }
+    awaitingContinue.delete(reply.raw);
+    reply.raw.writeContinue();
+    done(null, payload);
+  });
+
   // Known paths (patterns with parameters too, such as /api/v1/entries/:id) and their methods, for
   // 405 and the Allow header.
   const methodsByPath = new Map<string, Set<string>>();
@@ -345,6 +381,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     // takes QUERY, the request is answered as any other method no route takes.
     const apiError =
       err.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' && request.is404 ? unrouted(request, reply) : toApiError(err, request);
+    if (isSqliteDamaged(err)) ctx.storeDamaged?.(err);
     // The rate-limit headers are on every response. A request refused before its key's bucket was
     // read (a closing server, a key lookup in a database that is down) gives those of its address,
     // as a path without a key does.
@@ -553,6 +590,12 @@ function toApiError(err: FastifyError, request: FastifyRequest): ApiError {
   }
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
     return new ApiError('INVALID_INPUT', err.message);
+  }
+  if (isSqliteDamaged(err)) {
+    return new ApiError(
+      'SERVICE_UNAVAILABLE',
+      "Reprise's database is damaged where this request needs it; the server log says more, and the operator must repair or restore it",
+    );
   }
   if (err.statusCode === 503 || (err as { unavailable?: boolean }).unavailable === true || isSqliteUnavailable(err)) {
     return new ApiError('SERVICE_UNAVAILABLE', 'A dependency of Reprise is unavailable; retry shortly');

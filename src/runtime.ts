@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AppContext } from './api/context.ts';
-import type { Config } from './config.ts';
+import { ConfigError, type Config } from './config.ts';
 import { Pricing } from './cache/pricing.ts';
 import type { CalibratedScorer, HitModel } from './cache/calibrated.ts';
 import { cosineScorer, type HitScorer } from './cache/scorer.ts';
@@ -15,7 +15,7 @@ import type { RateLimiter } from './limits/interface.ts';
 import { MemoryRateLimiter } from './limits/memory.ts';
 import { planOf } from './limits/plans.ts';
 import type { Store } from './store/interface.ts';
-import { SqliteStore } from './store/sqlite.ts';
+import { isSqliteDamaged, SqliteStore } from './store/sqlite.ts';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from './store/data-dir-lock.ts';
 import { PostgresStore } from './store/postgres.ts';
 import { RedisRateLimiter } from './limits/redis.ts';
@@ -63,7 +63,39 @@ function dataDirProblem(dir: string, err: unknown): string {
   } catch {
     // Missing, or under a file: the error says which.
   }
-  return file ? `${dir} is a file, not a directory` : (err as Error).message;
+  if (file) return `${dir} is a file, not a directory`;
+  // SQLite's "file is not a database" or "database disk image is malformed" alone does not say what to do.
+  if (isSqliteDamaged(err))
+    return `${(err as Error).message}: the file is damaged or is no Reprise database; restore it from a backup, or move it away to start with an empty one`;
+  return (err as Error).message;
+}
+
+/**
+ * Refuses an embedded database that this user cannot write (a file made read-only, or owned by
+ * another user after a copy or a restore as root): SQLite would open it read-only without a word,
+ * and the server would answer checks and refuse every store, key use and counter. Said at start,
+ * naming the file and its permissions.
+ */
+function refuseReadOnlyDatabase(config: Config): void {
+  if (config.databaseUrl) return;
+  const db = sqlitePath(config);
+  for (const file of [db, `${db}-wal`, `${db}-shm`]) {
+    let st;
+    try {
+      st = statSync(file);
+    } catch {
+      continue;
+    }
+    try {
+      accessSync(file, constants.W_OK);
+    } catch {
+      const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
+      const user = process.getuid?.() ?? 'unknown';
+      throw new StoreOpenError(
+        `cannot open the store at REPRISE_DATA_DIR (${db}): ${file} is not writable by this user (uid ${user}; the file's owner is uid ${st.uid}, mode ${mode}); make it writable by the user the server runs as (chown or chmod u+w)`,
+      );
+    }
+  }
 }
 
 /**
@@ -165,13 +197,22 @@ export async function openEmbedder(config: Config): Promise<Embedder | null> {
       return createUseLiteEmbedder({ workers: e.workers === 0 ? undefined : e.workers, memoSize: e.memoSize, priority: e.priority });
     }
     case 'http': {
-      const { createHttpEmbedder } = await import('./embedding/http.ts');
-      return createHttpEmbedder({
-        baseUrl: e.url,
-        model: e.model,
-        apiKey: e.apiKey ?? undefined,
-        dimensions: e.dimensions ?? undefined,
-      });
+      const { createHttpEmbedder, DimensionsMismatchError } = await import('./embedding/http.ts');
+      try {
+        return await createHttpEmbedder({
+          baseUrl: e.url,
+          model: e.model,
+          apiKey: e.apiKey ?? undefined,
+          dimensions: e.dimensions ?? undefined,
+        });
+      } catch (err) {
+        if (!(err instanceof DimensionsMismatchError)) throw err;
+        // Refused as any other bad setting (exit code 2), naming what the model really gives.
+        throw new ConfigError(
+          'REPRISE_EMBED_DIMENSIONS',
+          `is ${err.given}, but the model ${e.model} at ${err.url} returns vectors of ${err.actual} dimensions; set it to ${err.actual}, or to 0 to learn it at start`,
+        );
+      }
     }
   }
 }
@@ -214,6 +255,7 @@ export interface Runtime {
 
 /** Where the runtime reports what happens outside any request (a dependency lost and back). */
 export interface RuntimeLog {
+  error?(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
 }
@@ -259,8 +301,21 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       throw err;
     }
   };
+  await step(() => refuseReadOnlyDatabase(config));
   const store: Store = await step(() => openStore(config));
   opened.push(() => store.close());
+  // The first error that said the embedded database is damaged: logged once, and said by the
+  // health checks until a restart (the damage stays until an operator repairs the file).
+  let damage: unknown = null;
+  const storeDamaged = (err: unknown): void => {
+    if (damage !== null) return;
+    damage = err;
+    (opts.log?.error ?? opts.log?.warn)?.call(
+      opts.log,
+      { err, file: sqlitePath(config) },
+      `the database ${sqlitePath(config)} is damaged: requests that need its damaged pages are refused (503) and the rest are served; stop the server, keep a copy of the file, and restore it from a backup or recover it with sqlite3's .recover (README, Durability)`,
+    );
+  };
   const embedder = opts.embedder !== undefined ? opts.embedder : await step(() => openEmbedder(config));
   if (opts.embedder === undefined && embedder) opened.push(() => embedder.close());
   const limiter = await step(() => openLimiter(config, opts.log));
@@ -451,11 +506,20 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     );
   };
   const loadStarted = performance.now();
+  /** Whether loading the index stopped for good (a damaged database): the health says so. */
+  let indexStopped = false;
   const indexLoaded = cache
     .loadIndex(watermark ?? 0, {
       fromChanges: nodeToken !== null,
       signal: background.signal,
-      onError: (err) => opts.log?.warn({ err }, 'loading the semantic index: the store does not answer; trying again'),
+      onError: (err) => {
+        // A damaged database is not repaired by reading it again: the load stops (said below).
+        if (store instanceof SqliteStore && isSqliteDamaged(err)) {
+          storeDamaged(err);
+          throw err;
+        }
+        opts.log?.warn({ err }, 'loading the semantic index: the store does not answer; trying again');
+      },
       beforeReady: async () => {
         await sync?.start();
         await sync?.caughtUp();
@@ -472,7 +536,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
           return background.signal.aborted ? undefined : saveRebuilt();
         }
       },
-      (err: unknown) => opts.log?.warn({ err }, 'loading the semantic index stopped; semantic checks are misses until the next start'),
+      (err: unknown) => {
+        indexStopped = true;
+        opts.log?.warn({ err }, 'loading the semantic index stopped; semantic checks are misses until the next start');
+      },
     );
   // Vectors read while the index loaded may be of an account deleted meanwhile.
   if (snapshot) void indexLoaded.then(() => (background.signal.aborted ? undefined : forgetDeleted()));
@@ -563,24 +630,28 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     cache,
     limiter,
     version: VERSION,
+    storeDamaged: store instanceof SqliteStore ? storeDamaged : undefined,
     async ready() {
       const checks: Record<string, string> = {};
       let error: unknown;
       try {
         await store.getAccount('readiness-probe');
-        // Informational: checks are answered while writes fail (stores are 503 meanwhile).
-        checks.store = store.writesFailing ? 'read-only' : 'ok';
+        // Informational: checks are answered while writes fail (stores are 503 meanwhile), and
+        // from a database damaged in places, what can be read.
+        checks.store = damage !== null ? 'damaged' : store.writesFailing ? 'read-only' : 'ok';
       } catch (err) {
-        checks.store = 'unavailable';
+        const damaged = store instanceof SqliteStore && isSqliteDamaged(err);
+        if (damaged) storeDamaged(err);
+        checks.store = damaged ? 'damaged' : 'unavailable';
         error = err;
       }
       // Informational: checks and stores are answered without it (misses, exact only).
       checks.embedder = embedder ? (cache.embedderAvailable ? 'ok' : 'unavailable') : 'disabled';
       // Informational: exact hits and stores are served while the index loads.
-      if (embedder) checks.index = cache.indexReady ? 'ok' : 'loading';
+      if (embedder) checks.index = cache.indexReady ? 'ok' : indexStopped ? 'unavailable' : 'loading';
       // Informational: limits fail open to per-node buckets while Redis is away.
       if (limiter.degraded !== undefined) checks.limiter = limiter.degraded ? 'degraded' : 'ok';
-      return { ok: checks.store !== 'unavailable', checks, error };
+      return { ok: error === undefined, checks, error };
     },
   };
   return {
@@ -614,7 +685,22 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       // An index not loaded whole is not saved: the next start would take it for all there is.
       if (snapshot && cache.indexReady) {
         await forgetDeleted();
-        await saveEmbeddedSnapshot(snapshot, snapshot.store.vectorSeq());
+        try {
+          await saveEmbeddedSnapshot(snapshot, snapshot.store.vectorSeq());
+        } catch (err) {
+          // Nothing is lost (a full disk, a data directory that cannot be written): every entry is
+          // in the database, which keeps the token of the snapshot saved before and the removals
+          // made since. What this save left half-written is never loaded; it is removed if it can be.
+          try {
+            rmSync(`${snapshot.dir}.new`, { recursive: true, force: true });
+          } catch {
+            // The next save removes it first.
+          }
+          opts.log?.warn(
+            { err },
+            'the semantic index snapshot could not be saved at shutdown; nothing is lost: the next start loads the snapshot saved before and reads what changed since from the database, or rebuilds the index from it',
+          );
+        }
       }
       if (nodeSnapshot && cache.indexReady) {
         // When PostgreSQL does not answer, the snapshot on disk, the one loaded at start and

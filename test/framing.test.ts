@@ -108,6 +108,49 @@ describe('requests the HTTP parser refuses are answered in the error shape', () 
     assertSpecError(await send('fancy-feature', 'rp_live_wrong'), 401, 'INVALID_API_KEY');
   });
 
+  test('Expect: 100-continue: a wrong or missing key, or a Content-Length over the limit, gets its final status at once, without 100 Continue; a good one gets 100 Continue and its answer', async () => {
+    const body = JSON.stringify({ messages: [user('expecting to continue')], answer: 'continued' });
+    /** Sends the head alone, as a client that waits for 100 Continue does; what comes first, up to the first blank line. */
+    const head = async (auth: string, length: number) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.setTimeout(10_000, () => socket.destroy());
+      let received = '';
+      socket.setEncoding('utf8');
+      const first = new Promise<string>((resolve) => {
+        socket.on('data', (d: string) => {
+          received += d;
+          if (received.includes('\r\n\r\n')) resolve(received);
+        });
+        socket.on('close', () => resolve(received));
+      });
+      socket.write(
+        `POST /api/v1/store HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${length}\r\n\r\n`,
+      );
+      return { socket, first: await first, rest: () => once(socket, 'close').then(() => received) };
+    };
+    for (const auth of ['Authorization: Bearer rp_live_wrong\r\n', '']) {
+      const { socket, first, rest } = await head(auth, body.length);
+      assert.match(first, /^HTTP\/1\.1 401 /, first);
+      assert.match(first, /\r\nconnection: close\r\n/i);
+      const all = socket.closed ? first : await rest();
+      assert.equal(JSON.parse(all.split('\r\n\r\n')[1] as string).error.code, 'INVALID_API_KEY');
+    }
+    const tooLarge = await head(`Authorization: Bearer ${key}\r\n`, t.config.limits.bodyBytes + 1);
+    assert.match(tooLarge.first, /^HTTP\/1\.1 413 /, tooLarge.first);
+    const all = tooLarge.socket.closed ? tooLarge.first : await tooLarge.rest();
+    assert.equal(JSON.parse(all.split('\r\n\r\n')[1] as string).error.code, 'PAYLOAD_TOO_LARGE');
+
+    const good = await head(`Authorization: Bearer ${key}\r\nConnection: close\r\n`, body.length);
+    assert.match(good.first, /^HTTP\/1\.1 100 Continue\r\n\r\n$/, good.first);
+    good.socket.write(body);
+    const answer = await good.rest();
+    const final = answer.slice(good.first.length);
+    assert.match(final, /^HTTP\/1\.1 200 /, final);
+    assert.equal(JSON.parse(final.split('\r\n\r\n')[1] as string).stored, true);
+    assert.equal((await t.post('/api/v1/check', { messages: [user('expecting to continue')] }, key)).json().cache_hit, true);
+  });
+
   test('two Authorization headers with different keys are 401 INVALID_API_KEY, whichever comes first; the same one twice is taken', async () => {
     const other = await t.key();
     const usage = (...values: string[]) =>

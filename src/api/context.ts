@@ -16,6 +16,11 @@ export interface AppContext {
    * see); `error` is why, for the log only (it can name hosts and addresses).
    */
   ready(): Promise<{ ok: boolean; checks: Record<string, string>; error?: unknown }>;
+  /**
+   * Told of an error that says the store's files are damaged (SQLite's SQLITE_CORRUPT), met by a
+   * request: logged once, and said by the health checks from then on.
+   */
+  storeDamaged?(err: unknown): void;
 }
 
 declare module 'fastify' {

@@ -6,7 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import { createHttpEmbedder } from './http.ts';
 import type { Embedder } from './interface.ts';
 import { createUseLiteEmbedder } from './use-lite.ts';
-import { startTestApp } from '../../test/helpers.ts';
+import { startTestApp, tempDir } from '../../test/helpers.ts';
+import { startCli } from '../../test/process.ts';
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * (b[i] as number), 0);
 
@@ -180,6 +181,33 @@ describe('HTTP embedder', () => {
       failing = false;
       await t.close();
     }
+  });
+
+  test('REPRISE_EMBED_DIMENSIONS other than the model gives: the server refuses to start, in one line naming it and the real number', async () => {
+    const env = {
+      REPRISE_DATA_DIR: tempDir(),
+      REPRISE_EMBEDDER: 'http',
+      REPRISE_EMBED_URL: base,
+      REPRISE_EMBED_MODEL: 'm',
+      REPRISE_EMBED_API_KEY: 'secret',
+      HOST: '127.0.0.1',
+      PORT: '0',
+    };
+    const cli = startCli(['serve'], { ...env, REPRISE_EMBED_DIMENSIONS: '512' });
+    // A server that starts all the same is stopped, and the test fails on its exit code.
+    const started = setTimeout(() => cli.child.kill(), 30_000);
+    const wrong = await cli.exited.finally(() => clearTimeout(started));
+    assert.equal(wrong.code, 2, wrong.stderr);
+    const lines = wrong.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, wrong.stderr);
+    assert.match(
+      lines[0] as string,
+      /^reprise: configuration error: REPRISE_EMBED_DIMENSIONS: is 512, but the model m at .* returns vectors of 3 dimensions/,
+    );
+    assert.doesNotMatch(wrong.stdout, /rp_live_/);
+    // The right number is taken, as is none.
+    const right = await createHttpEmbedder({ baseUrl: base, model: 'm', apiKey: 'secret', dimensions: 3 });
+    assert.equal(right.id, 'http:m@3');
   });
 
   test('a refusal or an unreachable server is a clear error', async () => {

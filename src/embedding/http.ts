@@ -30,6 +30,11 @@ class HttpEmbedder implements Embedder {
   dimensions: number;
   private readonly url: string;
 
+  /** The embeddings endpoint it calls. */
+  get endpoint(): string {
+    return this.url;
+  }
+
   constructor(private readonly opts: HttpEmbedderOptions) {
     this.maxBatch = opts.maxBatch ?? 64;
     this.dimensions = opts.dimensions ?? 0;
@@ -105,9 +110,37 @@ class HttpEmbedder implements Embedder {
   async close(): Promise<void> {}
 }
 
-/** Creates the embedder; without `dimensions` it embeds one probe text to learn them. */
+/** The dimensions given are not those of the model's vectors. */
+export class DimensionsMismatchError extends Error {
+  override readonly name = 'DimensionsMismatchError';
+  constructor(
+    readonly given: number,
+    readonly actual: number,
+    readonly url: string,
+  ) {
+    super(`${url} returns vectors of ${actual} dimensions, not ${given}`);
+  }
+}
+
+/**
+ * Creates the embedder. It embeds one probe text: without `dimensions`, to learn them; with them,
+ * to check them, so that a wrong number is refused at start rather than found at the first
+ * embedding (`DimensionsMismatchError`). A server that does not answer the check is checked at
+ * its first embedding, as the embedder is tried again until it embeds.
+ */
 export async function createHttpEmbedder(opts: HttpEmbedderOptions): Promise<Embedder> {
+  const probe = new HttpEmbedder({ ...opts, dimensions: undefined });
+  if (!opts.dimensions) {
+    await probe.embed(['dimension probe']);
+    return probe;
+  }
   const e = new HttpEmbedder(opts);
-  if (e.dimensions === 0) await e.embed(['dimension probe']);
+  try {
+    await probe.embed(['dimension probe']);
+  } catch (err) {
+    if (err instanceof EmbedderUnavailableError) return e;
+    throw err;
+  }
+  if (probe.dimensions !== e.dimensions) throw new DimensionsMismatchError(e.dimensions, probe.dimensions, e.endpoint);
   return e;
 }

@@ -327,6 +327,18 @@ export function isSqliteUnavailable(err: unknown): boolean {
 }
 
 /**
+ * SQLite's codes for a database file that is damaged (pages overwritten on disk, a file that is no
+ * SQLite database): what needs the damaged pages fails until an operator repairs or restores the
+ * file; the rest is read and written as ever. Answered 503, as a store that cannot be used now.
+ */
+const DAMAGED_CODES = /^SQLITE_(CORRUPT|NOTADB)(_|$)/;
+
+/** Whether `err` is SQLite saying the database file is damaged (see DAMAGED_CODES). */
+export function isSqliteDamaged(err: unknown): boolean {
+  return err instanceof Database.SqliteError && DAMAGED_CODES.test(err.code);
+}
+
+/**
  * Whether `err` is a write refused because another connection holds the write lock (or has
  * committed since this one's snapshot): nothing was written, and the same write can be tried again.
  */

@@ -8,7 +8,7 @@ import { requireAccount } from './util.ts';
 function unavailable(request: FastifyRequest, { checks, error }: { checks: Record<string, string>; error?: unknown }): ApiError {
   request.log.warn({ err: error, checks }, 'not ready');
   const failing = Object.entries(checks)
-    .filter(([, v]) => v === 'unavailable')
+    .filter(([, v]) => v === 'unavailable' || v === 'damaged')
     .map(([k, v]) => `${k}: ${v}`)
     .join('; ');
   return new ApiError('SERVICE_UNAVAILABLE', `Reprise is not ready (${failing})`);
