@@ -408,7 +408,7 @@ async function purge(store: Store, deleted: AccountDeletion, batch: number, err:
         if (p.accountId === id) say(p.entriesLeft);
       },
     });
-    const left = store.purgeLeft(id);
+    const left = await store.purgeLeft(id);
     if (left === null) return;
     if (done) continue;
     // Another process holds the removal: it removes this account's rows too.

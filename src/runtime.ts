@@ -45,7 +45,11 @@ export function sqlitePath(config: Config): string {
 export async function openStore(config: Config): Promise<Store> {
   try {
     if (config.databaseUrl)
-      return await PostgresStore.open(config.databaseUrl, { schema: config.pgSchema, queryTimeoutMs: config.pgQueryTimeoutMs });
+      return await PostgresStore.open(config.databaseUrl, {
+        schema: config.pgSchema,
+        queryTimeoutMs: config.pgQueryTimeoutMs,
+        deleteBatch: config.deleteBatch,
+      });
     return new SqliteStore(sqlitePath(config), { synchronous: config.sqliteSynchronous, deleteBatch: config.deleteBatch });
   } catch (err) {
     // Said in terms of the setting to change, not as a stack trace.
@@ -526,10 +530,11 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   };
   if (opts.indexWaitMs === undefined) await indexLoaded;
   else if (opts.indexWaitMs > 0) await waitAtMost(opts.indexWaitMs, () => indexLoaded);
-  // The rows left of accounts deleted on the embedded store (their entries and usage, removed a
-  // batch at a time after the account itself) are removed by the server when no other process is
-  // at it: at start and at each sweep, so that a deletion interrupted (the CLI killed) is finished.
-  const purge = store instanceof SqliteStore ? store.purgeDeletedAccounts.bind(store) : null;
+  // The rows left of accounts deleted (their entries and usage, removed a batch at a time after
+  // the account is gone for everyone) are removed by the server when no other process is at it
+  // (one node of a cluster): at start and at each sweep, so that a deletion interrupted (the CLI
+  // killed) is finished.
+  const purge = store.purgeDeletedAccounts ? store.purgeDeletedAccounts.bind(store) : null;
   let purging: Promise<void> | null = null;
   const purgeDeleted = (): void => {
     if (!purge || purging || background.signal.aborted) return;

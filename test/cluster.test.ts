@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, user, type TestApp } from './helpers.ts';
-import { api, runCli, startServerProcess } from './process.ts';
+import { api, runCli, startCli, startServerProcess } from './process.ts';
 import { eventually, freshSchema, serviceUrl, skipReason, uniquePrefix } from './services.ts';
 
 const skip = skipReason('DATABASE_URL') || skipReason('REDIS_URL');
@@ -557,7 +557,9 @@ describe('cluster: a node snapshot and an account deleted while the node was dow
       a = null;
       const account = await b.runtime.ctx.store.getAccountByName('gone');
       assert.ok(account);
+      // As `reprise accounts delete`: the account, then its entries.
       assert.equal((await b.runtime.ctx.store.deleteAccount(account.id))?.entries, 2);
+      assert.equal((await b.runtime.ctx.store.purgeDeletedAccounts?.())?.entries, 2);
 
       a = await startTestApp({ config, embedder, keepData: true });
       assert.equal(a.runtime.vectorsFromSnapshot, 3);
@@ -568,6 +570,88 @@ describe('cluster: a node snapshot and an account deleted while the node was dow
       await b.close();
     }
   });
+});
+
+describe('cluster: an account being deleted', { skip }, () => {
+  const schema = nodeSchema();
+
+  test(
+    "its keys are refused on every node from the deletion's start, and none of its stores is taken meanwhile",
+    { timeout: 60_000 },
+    async () => {
+      const env = nodeEnv(schema);
+      const [a, b] = await Promise.all([
+        startTestApp({ config: loadConfig({ ...env, REPRISE_DATA_DIR: tempDir() }) }),
+        startTestApp({ config: loadConfig({ ...env, REPRISE_DATA_DIR: tempDir() }) }),
+      ]);
+      // Another transaction holds one of the account's entries: the deletion's removal of its
+      // entries waits for it, as it waits for the time 100,000 entries take to delete.
+      const holder = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
+      await holder.connect();
+      const watcher = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string });
+      await watcher.connect();
+      let held = false;
+      try {
+        const key = await a.key('leaving');
+        const other = await b.key('staying');
+        const store = (i: number) => ({ messages: [user(`How do I cook rice, take ${i}?`)], answer: `Boil it ${i}.` });
+        assert.equal((await a.post('/api/v1/store', store(0), key)).statusCode, 200);
+        // Both nodes remember the key (checks that miss: hits would have counts to write to the entry held).
+        for (const node of [a, b]) assert.equal((await node.post('/api/v1/check', store(9), key)).json().cache_hit, false);
+        const account = await a.runtime.ctx.store.getAccountByName('leaving');
+        assert.ok(account);
+
+        await holder.query('BEGIN');
+        held = true;
+        await holder.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [account.id]);
+        // `reprise accounts delete`, its connections named so that its wait can be seen.
+        const app = `reprise-delete-${uniquePrefix().split(':')[1]}`;
+        const url = new URL(env.DATABASE_URL);
+        url.searchParams.set('application_name', app);
+        const deleting = startCli(['accounts', 'delete', 'leaving', '--yes'], {
+          ...env,
+          DATABASE_URL: url.href,
+          REPRISE_DATA_DIR: tempDir(),
+        });
+        const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+        const waitsForHolder = async () =>
+          (
+            await watcher.query(
+              'SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND $2 = ANY(pg_blocking_pids(pid))',
+              [app, holderPid],
+            )
+          ).rows[0].n > 0;
+        assert.ok(await eventually(waitsForHolder), 'the deletion waits for the entry held');
+
+        for (const node of [a, b]) {
+          const stored = await node.post('/api/v1/store', store(1), key);
+          assert.equal(stored.statusCode, 401, stored.body);
+          assert.equal(stored.json().error.code, 'INVALID_API_KEY');
+          const checked = await node.post('/api/v1/check', store(0), key);
+          assert.equal(checked.statusCode, 401, checked.body);
+          // Another account is served as usual.
+          assert.equal((await node.post('/api/v1/store', store(2), other)).statusCode, 200);
+        }
+        // Its name is free at once.
+        assert.ok(await b.runtime.ctx.store.createAccount('leaving', 'free'));
+
+        await holder.query('COMMIT');
+        held = false;
+        const done = await deleting.exited;
+        assert.equal(done.code, 0, done.stderr);
+        for (const node of [a, b]) assert.equal((await node.post('/api/v1/store', store(3), key)).statusCode, 401);
+        const left = await holder.query('SELECT count(*)::int AS n FROM entries WHERE account_id = $1', [account.id]);
+        assert.equal(left.rows[0].n, 0);
+        assert.equal((await b.post('/api/v1/check', store(2), other)).json().cache_hit, true);
+      } finally {
+        if (held) await holder.query('ROLLBACK');
+        await holder.end();
+        await watcher.end();
+        await a.close();
+        await b.close();
+      }
+    },
+  );
 });
 
 describe('cluster: a node that stops in the middle of stores', { skip }, () => {
