@@ -270,7 +270,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const limiter = await step(() => openLimiter(config, opts.log));
   opened.push(() => limiter.close());
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
-  const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
+  // In a cluster, requests are counted in the hour PostgreSQL's clock says, as on every node.
+  const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000, store instanceof PostgresStore ? store.now : undefined);
   // Set once the runs they start are defined, below.
   let embedderDown: () => void = () => undefined;
   let embedPending: () => void = () => undefined;
@@ -283,6 +284,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     pricing: new Pricing(config.prices, config.defaultPricePerMillion),
     usage,
     entryTtlSeconds: config.entryTtlSeconds,
+    // In a cluster, entries' times by PostgreSQL's clock: the same on every node, whatever its own says.
+    now: store instanceof PostgresStore ? store.now : undefined,
     storageLimits: (account) => planOf(config.plans, account.plan),
     onEmbedderDown: (err) => {
       opts.log?.warn({ err }, 'the embedder cannot embed: semantic checks are misses and stores are exact only until it can again');

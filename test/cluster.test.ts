@@ -654,6 +654,48 @@ describe('cluster: an account being deleted', { skip }, () => {
   );
 });
 
+describe('cluster: a node whose clock is off', { skip }, () => {
+  const schema = nodeSchema();
+
+  test("an entry's lifetime ends at the same moment on every node, whatever a node's clock says", { timeout: 60_000 }, async () => {
+    // Node A's clock is two hours behind (its Date, from a module loaded before the server's).
+    const dir = tempDir();
+    const skew = path.join(dir, 'skew.mjs');
+    writeFileSync(
+      skew,
+      `const Real = Date; const off = -2 * 3600_000;
+       globalThis.Date = class extends Real { constructor(...a) { if (a.length === 0) super(Real.now() + off); else super(...a); } static now() { return Real.now() + off; } };`,
+    );
+    const a = await startServerProcess({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir(), NODE_OPTIONS: `--import ${skew}` });
+    const b = await startTestApp({ config: loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() }) });
+    try {
+      const key = await b.key('clocks');
+      const messages = (q: string) => ({ messages: [user(q)] });
+      // Stored on A for an hour: live on B too, though A's clock puts its end an hour before B's now.
+      const onA = await api(a.url, 'POST', '/api/v1/store', key, {
+        ...messages('Stored on the node behind'),
+        answer: 'A',
+        ttl_seconds: 3600,
+      });
+      assert.equal(onA.status, 200);
+      assert.equal((await b.post('/api/v1/check', messages('Stored on the node behind'), key)).json().cache_hit, true);
+      // Stored on B for a second: once B finds it expired, A does too, not two hours later.
+      assert.equal(
+        (await b.post('/api/v1/store', { ...messages('Stored for a second'), answer: 'B', ttl_seconds: 1 }, key)).statusCode,
+        200,
+      );
+      assert.equal((await api(a.url, 'POST', '/api/v1/check', key, messages('Stored for a second'))).json.cache_hit, true);
+      assert.ok(
+        await eventually(async () => (await b.post('/api/v1/check', messages('Stored for a second'), key)).json().cache_hit === false),
+      );
+      assert.equal((await api(a.url, 'POST', '/api/v1/check', key, messages('Stored for a second'))).json.cache_hit, false);
+    } finally {
+      await a.stop();
+      await b.close();
+    }
+  });
+});
+
 describe('cluster: a node that stops in the middle of stores', { skip }, () => {
   const schema = nodeSchema();
 

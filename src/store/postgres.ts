@@ -351,6 +351,9 @@ export interface PostgresOptions {
   deleteBatch?: number;
 }
 
+/** How often a node reads PostgreSQL's clock (`now`). */
+const CLOCK_READ_MS = 10_000;
+
 /** Migrations and an account's deletion may rewrite large tables: they wait this long for an answer. */
 const LONG_QUERY_TIMEOUT_MS = 3_600_000;
 
@@ -371,6 +374,9 @@ export class PostgresStore implements Store {
   }
   private readonly keys: KeyCache<{ key: ApiKey; account: Account }>;
   private readonly deleteBatch: number;
+  /** PostgreSQL's clock less this node's, in ms, as last read (`readClock`). */
+  private clockOffsetMs = 0;
+  private clockTimer: NodeJS.Timeout | null = null;
 
   private constructor(url: string, opts: PostgresOptions) {
     this.schema = opts.schema ?? 'public';
@@ -398,7 +404,30 @@ export class PostgresStore implements Store {
   static async open(url: string, opts: PostgresOptions = {}): Promise<PostgresStore> {
     const store = new PostgresStore(url, opts);
     await store.migrate();
+    await store.readClock();
+    store.clockTimer = setInterval(() => void store.readClock().catch(() => undefined), CLOCK_READ_MS);
+    store.clockTimer.unref();
     return store;
+  }
+
+  /**
+   * The time by PostgreSQL's clock, in ms since the epoch, for every time the nodes compare with
+   * each other's: when an entry was stored and when it expires, and whether it has. By each node's
+   * own clock, a node two hours behind stored entries that the others took for expired two hours
+   * ago, and served the others' entries two hours past their end. Read from this node's clock and
+   * its difference from PostgreSQL's, measured at open and every CLOCK_READ_MS.
+   */
+  readonly now = (): number => Date.now() + this.clockOffsetMs;
+
+  private isoNow(): string {
+    return new Date(this.now()).toISOString();
+  }
+
+  private async readClock(): Promise<void> {
+    const sent = Date.now();
+    const rows = await this.q('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms');
+    const received = Date.now();
+    this.clockOffsetMs = Math.round(num(rows[0]?.ms) - (sent + received) / 2);
   }
 
   /**
@@ -509,7 +538,7 @@ export class PostgresStore implements Store {
       newId('acc'),
       name,
       plan,
-      new Date().toISOString(),
+      this.isoNow(),
     ]);
     return toAccount(rows[0] as Row);
   }
@@ -586,7 +615,7 @@ export class PostgresStore implements Store {
       // Its entries' deletes update no counts from now on (a trigger), which would otherwise take
       // time in the square of the entries of a batch.
       await run('DELETE FROM account_storage WHERE account_id = $1');
-      await run('UPDATE accounts SET deleted_at = $2 WHERE id = $1', [id, new Date().toISOString()]);
+      await run('UPDATE accounts SET deleted_at = $2 WHERE id = $1', [id, this.isoNow()]);
       return { account: toAccount(row), keys, sessions, entries: num(entries.n), usageBuckets: num(usage.n) };
     });
     if (deleted) this.keys.invalidate();
@@ -664,7 +693,7 @@ export class PostgresStore implements Store {
   async createKey(key: { accountId: string; name: string | null; prefix: string; secretHash: string }): Promise<ApiKey> {
     const rows = await this.q(
       'INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *',
-      [newId('key'), key.accountId, key.name, key.prefix, key.secretHash, new Date().toISOString()],
+      [newId('key'), key.accountId, key.name, key.prefix, key.secretHash, this.isoNow()],
     );
     return toKey(rows[0] as Row);
   }
@@ -708,7 +737,7 @@ export class PostgresStore implements Store {
   async revokeKey(id: string, accountId?: string): Promise<ApiKey | null> {
     const rows = await this.q(
       `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 AND ($3::text IS NULL OR account_id = $3) RETURNING *`,
-      [id, new Date().toISOString(), accountId ?? null],
+      [id, this.isoNow(), accountId ?? null],
     );
     this.keys.invalidate();
     return rows[0] ? toKey(rows[0]) : null;
@@ -847,7 +876,7 @@ export class PostgresStore implements Store {
   async getEntry(accountId: string, publicId: number): Promise<Entry | null> {
     const rows = await this.q(
       'SELECT * FROM entries WHERE account_id = $1 AND public_id = $2 AND (expires_at IS NULL OR expires_at > $3)',
-      [accountId, publicId, new Date().toISOString()],
+      [accountId, publicId, this.isoNow()],
     );
     return rows[0] ? toEntry(rows[0]) : null;
   }
@@ -859,7 +888,7 @@ export class PostgresStore implements Store {
 
   async listEntries(accountId: string, opts: EntryListOptions): Promise<EntryPage> {
     // Expired entries are gone for the account already, before the sweep deletes them.
-    const args: unknown[] = [accountId, new Date().toISOString()];
+    const args: unknown[] = [accountId, this.isoNow()];
     let where = 'account_id = $1 AND (expires_at IS NULL OR expires_at > $2)';
     // An empty namespace is none, as on check and store.
     if (opts.namespace === '') where += ' AND namespace IS NULL';
@@ -884,7 +913,7 @@ export class PostgresStore implements Store {
     return this.tx(async (c) => {
       const { rows } = await c.query(
         'DELETE FROM entries WHERE account_id = $1 AND public_id = $2 AND (expires_at IS NULL OR expires_at > $3) RETURNING id, context_hash',
-        [accountId, publicId, new Date().toISOString()],
+        [accountId, publicId, this.isoNow()],
       );
       const r = rows[0] as Row | undefined;
       if (!r) return null;
@@ -1153,7 +1182,7 @@ export class PostgresStore implements Store {
   }
 
   async createSession(x: Session): Promise<void> {
-    await this.q('DELETE FROM sessions WHERE expires_at <= $1', [new Date().toISOString()]);
+    await this.q('DELETE FROM sessions WHERE expires_at <= $1', [this.isoNow()]);
     await this.q('INSERT INTO sessions (token_hash, account_id, csrf_token, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)', [
       x.tokenHash,
       x.accountId,
@@ -1181,6 +1210,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    if (this.clockTimer) clearInterval(this.clockTimer);
     await this.keys.close();
     await this.counters.end();
     await this.pool.end();
