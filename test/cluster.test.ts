@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
+import { PostgresStore } from '../src/store/postgres.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, user, type TestApp } from './helpers.ts';
 import { api, runCli, startCli, startServerProcess } from './process.ts';
 import { eventually, freshSchema, serviceUrl, skipReason, uniquePrefix } from './services.ts';
@@ -652,6 +653,47 @@ describe('cluster: an account being deleted', { skip }, () => {
       }
     },
   );
+});
+
+describe('cluster: a deletion interrupted after the account was marked deleted', { skip }, () => {
+  const schema = nodeSchema();
+
+  test('a node removes what is left of it, and the account is gone meanwhile', { timeout: 60_000 }, async () => {
+    const env = nodeEnv(schema);
+    const config = loadConfig({ ...env, REPRISE_DATA_DIR: tempDir() });
+    let a: TestApp | null = await startTestApp({ config });
+    const db = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
+    await db.connect();
+    try {
+      const key = await a.key('interrupted');
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await a.post('/api/v1/store', { messages: [user(`Question ${i}`)], answer: `Answer ${i}` }, key)).statusCode, 200);
+      }
+      await a.close();
+      a = null;
+      // `reprise accounts delete` killed once the account is marked, before it removed any entry.
+      const cli = await PostgresStore.open(env.DATABASE_URL, { schema });
+      const account = await cli.getAccountByName('interrupted');
+      assert.ok(account);
+      assert.equal((await cli.deleteAccount(account.id))?.entries, 3);
+      await cli.close();
+      const left = async () =>
+        (await db.query('SELECT count(*)::int AS n FROM entries WHERE account_id = $1', [account.id])).rows[0].n as number;
+      assert.equal(await left(), 3);
+
+      a = await startTestApp({ config });
+      assert.equal((await a.post('/api/v1/check', { messages: [user('Question 0')] }, key)).statusCode, 401);
+      assert.ok(await eventually(async () => (await left()) === 0), 'the node removes its entries');
+      assert.ok(
+        await eventually(
+          async () => (await db.query('SELECT count(*)::int AS n FROM accounts WHERE id = $1', [account.id])).rows[0].n === 0,
+        ),
+      );
+    } finally {
+      await db.end();
+      await a?.close();
+    }
+  });
 });
 
 describe('cluster: a node whose clock is off', { skip }, () => {
