@@ -324,7 +324,16 @@ async function deleteAccount(config: Config, args: string[], out: Out, err: Out)
   const remove = async (store: Store, id: string) => {
     const done = await store.deleteAccount(id);
     if (!done) throw new CommandError(`no account named ${name}`);
-    await purge(store, done, config.deleteBatch, err);
+    try {
+      await purge(store, done, config.deleteBatch, err);
+    } catch (e) {
+      // The account is gone already: said so, not as if nothing had been deleted.
+      const why = (e as Error).message;
+      throw new CommandError(
+        `account ${name} is deleted: its keys are refused and nothing of it is served; removing its cached entries stopped (${why}): ` +
+          'the server finishes it at its next start or within a minute, or the next accounts delete does',
+      );
+    }
     return done;
   };
   const find = async (store: Store) => {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
+import { entry } from '../src/store/conformance.ts';
 import { PostgresStore } from '../src/store/postgres.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, user, type TestApp } from './helpers.ts';
 import { api, runCli, startCli, startServerProcess } from './process.ts';
@@ -622,7 +623,7 @@ describe('cluster: an account being deleted', { skip }, () => {
               [app, holderPid],
             )
           ).rows[0].n > 0;
-        assert.ok(await eventually(waitsForHolder), 'the deletion waits for the entry held');
+        assert.ok(await eventually(waitsForHolder, 30_000), 'the deletion waits for the entry held');
 
         for (const node of [a, b]) {
           const stored = await node.post('/api/v1/store', store(1), key);
@@ -692,6 +693,43 @@ describe('cluster: a deletion interrupted after the account was marked deleted',
     } finally {
       await db.end();
       await a?.close();
+    }
+  });
+
+  test('accounts delete that loses the database once the account is marked says the account is deleted, and why the rest is not', async () => {
+    const env = nodeEnv(schema);
+    const store = await PostgresStore.open(env.DATABASE_URL, { schema });
+    const holder = new pg.Client({ connectionString: env.DATABASE_URL, options: `-c search_path=${schema}` });
+    await holder.connect();
+    try {
+      const account = await store.createAccount('cut-off', 'free');
+      await store.putEntry(entry(account.id));
+      // The removal of its entries waits for the one held, and its connection is then ended.
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [account.id]);
+      const app = `reprise-cut-${uniquePrefix().split(':')[1]}`;
+      const url = new URL(env.DATABASE_URL);
+      url.searchParams.set('application_name', app);
+      const cli = startCli(['accounts', 'delete', 'cut-off', '--yes'], { ...env, DATABASE_URL: url.href, REPRISE_DATA_DIR: tempDir() });
+      const waiting = async () =>
+        (
+          await store.pool.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+            [app],
+          )
+        ).rows[0].n > 0;
+      assert.ok(await eventually(waiting, 30_000), 'the removal waits');
+      await store.pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app]);
+      const done = await cli.exited;
+      assert.equal(done.code, 1);
+      assert.match(done.stderr, /account cut-off is deleted: its keys are refused/);
+      assert.match(done.stderr, /the server finishes it/);
+      assert.doesNotMatch(done.stderr, /unavailable: database unavailable/);
+      assert.equal(await store.getAccountByName('cut-off'), null);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+      await store.close();
     }
   });
 });

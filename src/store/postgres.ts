@@ -526,6 +526,8 @@ export class PostgresStore implements Store {
     } catch (err) {
       if (lost === undefined && isConnectionError(err)) lost = err as Error;
       if (lost === undefined) await client.query('ROLLBACK').catch(() => undefined);
+      // One already said so (by a transaction run within this one's, as `alone` runs them) is not said twice.
+      if (err instanceof StoreUnavailableError) throw err;
       throw lost !== undefined || refusesWrites(err) || waitedForLock(err) ? new StoreUnavailableError(err) : err;
     } finally {
       client.off('error', onError);
