@@ -776,6 +776,46 @@ describe('cluster: a node whose clock is off', { skip }, () => {
   });
 });
 
+describe('cluster: a node whose clock is ahead, with semantic search', { skip }, () => {
+  const schema = nodeSchema();
+
+  test("another node's entry of an hour is a semantic hit on it, however far ahead its clock is", { timeout: 120_000 }, async () => {
+    const dir = tempDir();
+    const skew = path.join(dir, 'skew.mjs');
+    writeFileSync(
+      skew,
+      `const Real = Date; const off = 2 * 3600_000;
+       globalThis.Date = class extends Real { constructor(...a) { if (a.length === 0) super(Real.now() + off); else super(...a); } static now() { return Real.now() + off; } };`,
+    );
+    const b = await startTestApp({
+      config: loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() }),
+      embedder: await sharedEmbedder(),
+    });
+    const a = await startServerProcess({
+      ...nodeEnv(schema),
+      REPRISE_EMBEDDER: 'use-lite',
+      REPRISE_DATA_DIR: tempDir(),
+      NODE_OPTIONS: `--import ${skew}`,
+    });
+    try {
+      const key = await b.key('clock-ahead');
+      const stored = await b.post(
+        '/api/v1/store',
+        { messages: [user('How do I install Docker on Ubuntu?')], answer: 'sudo apt-get install docker.io', ttl_seconds: 3600 },
+        key,
+      );
+      assert.equal(stored.statusCode, 200);
+      const hit = async () =>
+        (await api(a.url, 'POST', '/api/v1/check', key, { messages: [user('How can I install Docker on Ubuntu?')] })).json.cache_hit ===
+        true;
+      assert.ok(await eventually(hit, 20_000), 'a semantic hit on the node ahead');
+    } finally {
+      await a.stop();
+      await b.close();
+    }
+  });
+});
+
 describe('cluster: a node that stops in the middle of stores', { skip }, () => {
   const schema = nodeSchema();
 
