@@ -65,18 +65,26 @@ async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>, er
   try {
     return await fn(store);
   } catch (err) {
-    // A database that cannot be used now (disk full, read-only, its write lock held past the wait;
-    // PostgreSQL unreachable) is said in one line, naming the setting, not as a stack trace.
-    if (isSqliteUnavailable(err)) {
-      throw new CommandError(`the store at REPRISE_DATA_DIR (${sqlitePath(config)}) cannot be written now: ${(err as Error).message}`);
-    }
-    if ((err as { unavailable?: boolean }).unavailable === true) {
-      throw new CommandError(`the store at DATABASE_URL (PostgreSQL) cannot be used now: ${(err as Error).message}`);
-    }
+    const problem = storeProblem(config, err);
+    if (problem !== null) throw new CommandError(problem);
     throw err;
   } finally {
     await store.close();
   }
+}
+
+/**
+ * A database that cannot be used now (disk full, read-only, its write lock held past the wait;
+ * PostgreSQL unreachable), said in one line naming the setting, not as a stack trace; null for
+ * any other error.
+ */
+function storeProblem(config: Config, err: unknown): string | null {
+  if (isSqliteUnavailable(err))
+    return `the store at REPRISE_DATA_DIR (${sqlitePath(config)}) cannot be written now: ${(err as Error).message}`;
+  if ((err as { unavailable?: boolean }).unavailable === true) {
+    return `the store at DATABASE_URL (PostgreSQL) cannot be used now: ${(err as Error).message}`;
+  }
+  return null;
 }
 
 /** What is said of a plan the configuration does not define. */
@@ -324,7 +332,16 @@ async function deleteAccount(config: Config, args: string[], out: Out, err: Out)
   const remove = async (store: Store, id: string) => {
     const done = await store.deleteAccount(id);
     if (!done) throw new CommandError(`no account named ${name}`);
-    await purge(store, done, config.deleteBatch, err);
+    try {
+      await purge(store, done, config.deleteBatch, err);
+    } catch (e) {
+      // The account is gone already: said so, not as if nothing had been deleted.
+      const why = storeProblem(config, e) ?? (e as Error).message;
+      throw new CommandError(
+        `account ${name} is deleted: its keys are refused and nothing of it is served; removing its cached entries stopped (${why}): ` +
+          'the server finishes it at its next start or within a minute, or the next accounts delete does',
+      );
+    }
     return done;
   };
   const find = async (store: Store) => {
@@ -408,7 +425,7 @@ async function purge(store: Store, deleted: AccountDeletion, batch: number, err:
         if (p.accountId === id) say(p.entriesLeft);
       },
     });
-    const left = store.purgeLeft(id);
+    const left = await store.purgeLeft(id);
     if (left === null) return;
     if (done) continue;
     // Another process holds the removal: it removes this account's rows too.

@@ -45,7 +45,11 @@ export function sqlitePath(config: Config): string {
 export async function openStore(config: Config): Promise<Store> {
   try {
     if (config.databaseUrl)
-      return await PostgresStore.open(config.databaseUrl, { schema: config.pgSchema, queryTimeoutMs: config.pgQueryTimeoutMs });
+      return await PostgresStore.open(config.databaseUrl, {
+        schema: config.pgSchema,
+        queryTimeoutMs: config.pgQueryTimeoutMs,
+        deleteBatch: config.deleteBatch,
+      });
     return new SqliteStore(sqlitePath(config), { synchronous: config.sqliteSynchronous, deleteBatch: config.deleteBatch });
   } catch (err) {
     // Said in terms of the setting to change, not as a stack trace.
@@ -321,7 +325,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   const limiter = await step(() => openLimiter(config, opts.log));
   opened.push(() => limiter.close());
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
-  const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000);
+  // In a cluster, requests are counted in the hour PostgreSQL's clock says, as on every node.
+  const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000, store instanceof PostgresStore ? store.now : undefined);
   // Set once the runs they start are defined, below.
   let embedderDown: () => void = () => undefined;
   let embedPending: () => void = () => undefined;
@@ -334,6 +339,8 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     pricing: new Pricing(config.prices, config.defaultPricePerMillion),
     usage,
     entryTtlSeconds: config.entryTtlSeconds,
+    // In a cluster, entries' times by PostgreSQL's clock: the same on every node, whatever its own says.
+    now: store instanceof PostgresStore ? store.now : undefined,
     storageLimits: (account) => planOf(config.plans, account.plan),
     onEmbedderDown: (err) => {
       opts.log?.warn({ err }, 'the embedder cannot embed: semantic checks are misses and stores are exact only until it can again');
@@ -593,10 +600,11 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   };
   if (opts.indexWaitMs === undefined) await indexLoaded;
   else if (opts.indexWaitMs > 0) await waitAtMost(opts.indexWaitMs, () => indexLoaded);
-  // The rows left of accounts deleted on the embedded store (their entries and usage, removed a
-  // batch at a time after the account itself) are removed by the server when no other process is
-  // at it: at start and at each sweep, so that a deletion interrupted (the CLI killed) is finished.
-  const purge = store instanceof SqliteStore ? store.purgeDeletedAccounts.bind(store) : null;
+  // The rows left of accounts deleted (their entries and usage, removed a batch at a time after
+  // the account is gone for everyone) are removed by the server when no other process is at it
+  // (one node of a cluster): at start and at each sweep, so that a deletion interrupted (the CLI
+  // killed) is finished.
+  const purge = store.purgeDeletedAccounts ? store.purgeDeletedAccounts.bind(store) : null;
   let purging: Promise<void> | null = null;
   const purgeDeleted = (): void => {
     if (!purge || purging || background.signal.aborted) return;

@@ -302,7 +302,7 @@ describe('accounts deleted and re-planned with the CLI while the server runs (SQ
     assert.match(
       done.stderr,
       new RegExp(
-        `\\nreprise: the store at REPRISE_DATA_DIR \\(${path.join(dir, 'reprise.db')}\\) cannot be written now: database is locked\\n$`,
+        `\\nreprise: account held is deleted: its keys are refused and nothing of it is served; removing its cached entries stopped \\(the store at REPRISE_DATA_DIR \\(${path.join(dir, 'reprise.db')}\\) cannot be written now: database is locked\\): the server finishes it`,
       ),
     );
     assert.equal(done.stdout, '');

@@ -6,8 +6,10 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
+import { entry } from '../src/store/conformance.ts';
+import { PostgresStore } from '../src/store/postgres.ts';
 import { closeSharedEmbedder, sharedEmbedder, startTestApp, tempDir, user, type TestApp } from './helpers.ts';
-import { api, runCli, startServerProcess } from './process.ts';
+import { api, runCli, startCli, startServerProcess } from './process.ts';
 import { eventually, freshSchema, serviceUrl, skipReason, uniquePrefix } from './services.ts';
 
 const skip = skipReason('DATABASE_URL') || skipReason('REDIS_URL');
@@ -557,7 +559,9 @@ describe('cluster: a node snapshot and an account deleted while the node was dow
       a = null;
       const account = await b.runtime.ctx.store.getAccountByName('gone');
       assert.ok(account);
+      // As `reprise accounts delete`: the account, then its entries.
       assert.equal((await b.runtime.ctx.store.deleteAccount(account.id))?.entries, 2);
+      assert.equal((await b.runtime.ctx.store.purgeDeletedAccounts?.())?.entries, 2);
 
       a = await startTestApp({ config, embedder, keepData: true });
       assert.equal(a.runtime.vectorsFromSnapshot, 3);
@@ -565,6 +569,248 @@ describe('cluster: a node snapshot and an account deleted while the node was dow
       assert.equal(a.runtime.index.size, 1);
     } finally {
       await a?.close();
+      await b.close();
+    }
+  });
+});
+
+describe('cluster: an account being deleted', { skip }, () => {
+  const schema = nodeSchema();
+
+  test(
+    "its keys are refused on every node from the deletion's start, and none of its stores is taken meanwhile",
+    { timeout: 60_000 },
+    async () => {
+      const env = nodeEnv(schema);
+      const [a, b] = await Promise.all([
+        startTestApp({ config: loadConfig({ ...env, REPRISE_DATA_DIR: tempDir() }) }),
+        startTestApp({ config: loadConfig({ ...env, REPRISE_DATA_DIR: tempDir() }) }),
+      ]);
+      // Another transaction holds one of the account's entries: the deletion's removal of its
+      // entries waits for it, as it waits for the time 100,000 entries take to delete.
+      const holder = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
+      await holder.connect();
+      const watcher = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string });
+      await watcher.connect();
+      let held = false;
+      try {
+        const key = await a.key('leaving');
+        const other = await b.key('staying');
+        const store = (i: number) => ({ messages: [user(`How do I cook rice, take ${i}?`)], answer: `Boil it ${i}.` });
+        assert.equal((await a.post('/api/v1/store', store(0), key)).statusCode, 200);
+        // Both nodes remember the key (checks that miss: hits would have counts to write to the entry held).
+        for (const node of [a, b]) assert.equal((await node.post('/api/v1/check', store(9), key)).json().cache_hit, false);
+        const account = await a.runtime.ctx.store.getAccountByName('leaving');
+        assert.ok(account);
+
+        await holder.query('BEGIN');
+        held = true;
+        await holder.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [account.id]);
+        // `reprise accounts delete`, its connections named so that its wait can be seen.
+        const app = `reprise-delete-${uniquePrefix().split(':')[1]}`;
+        const url = new URL(env.DATABASE_URL);
+        url.searchParams.set('application_name', app);
+        const deleting = startCli(['accounts', 'delete', 'leaving', '--yes'], {
+          ...env,
+          DATABASE_URL: url.href,
+          REPRISE_DATA_DIR: tempDir(),
+        });
+        const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+        const waitsForHolder = async () =>
+          (
+            await watcher.query(
+              'SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND $2 = ANY(pg_blocking_pids(pid))',
+              [app, holderPid],
+            )
+          ).rows[0].n > 0;
+        assert.ok(await eventually(waitsForHolder, 30_000), 'the deletion waits for the entry held');
+
+        for (const node of [a, b]) {
+          const stored = await node.post('/api/v1/store', store(1), key);
+          assert.equal(stored.statusCode, 401, stored.body);
+          assert.equal(stored.json().error.code, 'INVALID_API_KEY');
+          const checked = await node.post('/api/v1/check', store(0), key);
+          assert.equal(checked.statusCode, 401, checked.body);
+          // Another account is served as usual.
+          assert.equal((await node.post('/api/v1/store', store(2), other)).statusCode, 200);
+        }
+        // Its name is free at once.
+        assert.ok(await b.runtime.ctx.store.createAccount('leaving', 'free'));
+
+        await holder.query('COMMIT');
+        held = false;
+        const done = await deleting.exited;
+        assert.equal(done.code, 0, done.stderr);
+        for (const node of [a, b]) assert.equal((await node.post('/api/v1/store', store(3), key)).statusCode, 401);
+        const left = await holder.query('SELECT count(*)::int AS n FROM entries WHERE account_id = $1', [account.id]);
+        assert.equal(left.rows[0].n, 0);
+        assert.equal((await b.post('/api/v1/check', store(2), other)).json().cache_hit, true);
+      } finally {
+        if (held) await holder.query('ROLLBACK');
+        await holder.end();
+        await watcher.end();
+        await a.close();
+        await b.close();
+      }
+    },
+  );
+});
+
+describe('cluster: a deletion interrupted after the account was marked deleted', { skip }, () => {
+  const schema = nodeSchema();
+
+  test('a node removes what is left of it, and the account is gone meanwhile', { timeout: 60_000 }, async () => {
+    const env = nodeEnv(schema);
+    const config = loadConfig({ ...env, REPRISE_DATA_DIR: tempDir() });
+    let a: TestApp | null = await startTestApp({ config });
+    const db = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') as string, options: `-c search_path=${schema}` });
+    await db.connect();
+    try {
+      const key = await a.key('interrupted');
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await a.post('/api/v1/store', { messages: [user(`Question ${i}`)], answer: `Answer ${i}` }, key)).statusCode, 200);
+      }
+      await a.close();
+      a = null;
+      // `reprise accounts delete` killed once the account is marked, before it removed any entry.
+      const cli = await PostgresStore.open(env.DATABASE_URL, { schema });
+      const account = await cli.getAccountByName('interrupted');
+      assert.ok(account);
+      assert.equal((await cli.deleteAccount(account.id))?.entries, 3);
+      await cli.close();
+      const left = async () =>
+        (await db.query('SELECT count(*)::int AS n FROM entries WHERE account_id = $1', [account.id])).rows[0].n as number;
+      assert.equal(await left(), 3);
+
+      a = await startTestApp({ config });
+      assert.equal((await a.post('/api/v1/check', { messages: [user('Question 0')] }, key)).statusCode, 401);
+      assert.ok(await eventually(async () => (await left()) === 0), 'the node removes its entries');
+      assert.ok(
+        await eventually(
+          async () => (await db.query('SELECT count(*)::int AS n FROM accounts WHERE id = $1', [account.id])).rows[0].n === 0,
+        ),
+      );
+    } finally {
+      await db.end();
+      await a?.close();
+    }
+  });
+
+  test('accounts delete that loses the database once the account is marked says the account is deleted, and why the rest is not', async () => {
+    const env = nodeEnv(schema);
+    const store = await PostgresStore.open(env.DATABASE_URL, { schema });
+    const holder = new pg.Client({ connectionString: env.DATABASE_URL, options: `-c search_path=${schema}` });
+    await holder.connect();
+    try {
+      const account = await store.createAccount('cut-off', 'free');
+      await store.putEntry(entry(account.id));
+      // The removal of its entries waits for the one held, and its connection is then ended.
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [account.id]);
+      const app = `reprise-cut-${uniquePrefix().split(':')[1]}`;
+      const url = new URL(env.DATABASE_URL);
+      url.searchParams.set('application_name', app);
+      const cli = startCli(['accounts', 'delete', 'cut-off', '--yes'], { ...env, DATABASE_URL: url.href, REPRISE_DATA_DIR: tempDir() });
+      const waiting = async () =>
+        (
+          await store.pool.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+            [app],
+          )
+        ).rows[0].n > 0;
+      assert.ok(await eventually(waiting, 30_000), 'the removal waits');
+      await store.pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app]);
+      const done = await cli.exited;
+      assert.equal(done.code, 1);
+      assert.match(done.stderr, /account cut-off is deleted: its keys are refused/);
+      assert.match(done.stderr, /the server finishes it/);
+      assert.doesNotMatch(done.stderr, /unavailable: database unavailable/);
+      assert.equal(await store.getAccountByName('cut-off'), null);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+      await store.close();
+    }
+  });
+});
+
+describe('cluster: a node whose clock is off', { skip }, () => {
+  const schema = nodeSchema();
+
+  test("an entry's lifetime ends at the same moment on every node, whatever a node's clock says", { timeout: 60_000 }, async () => {
+    // Node A's clock is two hours behind (its Date, from a module loaded before the server's).
+    const dir = tempDir();
+    const skew = path.join(dir, 'skew.mjs');
+    writeFileSync(
+      skew,
+      `const Real = Date; const off = -2 * 3600_000;
+       globalThis.Date = class extends Real { constructor(...a) { if (a.length === 0) super(Real.now() + off); else super(...a); } static now() { return Real.now() + off; } };`,
+    );
+    const a = await startServerProcess({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir(), NODE_OPTIONS: `--import ${skew}` });
+    const b = await startTestApp({ config: loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() }) });
+    try {
+      const key = await b.key('clocks');
+      const messages = (q: string) => ({ messages: [user(q)] });
+      // Stored on A for an hour: live on B too, though A's clock puts its end an hour before B's now.
+      const onA = await api(a.url, 'POST', '/api/v1/store', key, {
+        ...messages('Stored on the node behind'),
+        answer: 'A',
+        ttl_seconds: 3600,
+      });
+      assert.equal(onA.status, 200);
+      assert.equal((await b.post('/api/v1/check', messages('Stored on the node behind'), key)).json().cache_hit, true);
+      // Stored on B for a second: once B finds it expired, A does too, not two hours later.
+      assert.equal(
+        (await b.post('/api/v1/store', { ...messages('Stored for a second'), answer: 'B', ttl_seconds: 1 }, key)).statusCode,
+        200,
+      );
+      assert.equal((await api(a.url, 'POST', '/api/v1/check', key, messages('Stored for a second'))).json.cache_hit, true);
+      assert.ok(
+        await eventually(async () => (await b.post('/api/v1/check', messages('Stored for a second'), key)).json().cache_hit === false),
+      );
+      assert.equal((await api(a.url, 'POST', '/api/v1/check', key, messages('Stored for a second'))).json.cache_hit, false);
+    } finally {
+      await a.stop();
+      await b.close();
+    }
+  });
+});
+
+describe('cluster: a node whose clock is ahead, with semantic search', { skip }, () => {
+  const schema = nodeSchema();
+
+  test("another node's entry of an hour is a semantic hit on it, however far ahead its clock is", { timeout: 120_000 }, async () => {
+    const dir = tempDir();
+    const skew = path.join(dir, 'skew.mjs');
+    writeFileSync(
+      skew,
+      `const Real = Date; const off = 2 * 3600_000;
+       globalThis.Date = class extends Real { constructor(...a) { if (a.length === 0) super(Real.now() + off); else super(...a); } static now() { return Real.now() + off; } };`,
+    );
+    const b = await startTestApp({
+      config: loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() }),
+      embedder: await sharedEmbedder(),
+    });
+    const a = await startServerProcess({
+      ...nodeEnv(schema),
+      REPRISE_EMBEDDER: 'use-lite',
+      REPRISE_DATA_DIR: tempDir(),
+      NODE_OPTIONS: `--import ${skew}`,
+    });
+    try {
+      const key = await b.key('clock-ahead');
+      const stored = await b.post(
+        '/api/v1/store',
+        { messages: [user('How do I install Docker on Ubuntu?')], answer: 'sudo apt-get install docker.io', ttl_seconds: 3600 },
+        key,
+      );
+      assert.equal(stored.statusCode, 200);
+      const hit = async () =>
+        (await api(a.url, 'POST', '/api/v1/check', key, { messages: [user('How can I install Docker on Ubuntu?')] })).json.cache_hit ===
+        true;
+      assert.ok(await eventually(hit, 20_000), 'a semantic hit on the node ahead');
+    } finally {
+      await a.stop();
       await b.close();
     }
   });

@@ -194,7 +194,8 @@ export class IndexSync {
    */
   private async apply(changes: readonly ChangeRow[]): Promise<void> {
     const now = Date.now();
-    const nowIso = new Date(now).toISOString();
+    // Whether a vector has expired, by PostgreSQL's clock as on every node (not this node's own).
+    const nowIso = new Date(this.store.now()).toISOString();
     const slice = new Slice(SLICE_MS);
     for (const c of changes) {
       if (slice.used) await slice.pause();

@@ -222,9 +222,9 @@ export interface Store {
   /**
    * Deletes the account and everything of it for good: its keys, dashboard sessions, entries (the
    * change log announces them as deleted, where there is one) and usage. At once for everyone: the
-   * account, its keys and sessions go in one transaction, and its entries and usage are neither
-   * served nor counted from then on. The embedded store removes their rows afterwards, in short
-   * transactions (`purgeDeletedAccounts`); PostgreSQL in the same transaction. Null when there is
+   * account, its keys and sessions go in one short transaction, and its entries and usage are
+   * neither served nor counted from then on; their rows are removed afterwards, in short
+   * transactions (`purgeDeletedAccounts`). Null when there is
    * no such account. Writes that come for it afterwards (counters of requests let in before, a
    * store under way) are dropped or refused (`AccountGoneError`), not written. Counters that come
    * for it while it is being deleted are dropped too, without waiting for it: they come in one
@@ -232,15 +232,15 @@ export interface Store {
    */
   deleteAccount(id: string): Promise<AccountDeletion | null>;
   /**
-   * Embedded store: removes the rows left of deleted accounts (their entries and usage), oldest
-   * deletion first, a batch at a time, each batch a transaction of its own, with the write lock
-   * left to other writers between batches; one process at a time. Resolves when none is left
+   * Removes the rows left of deleted accounts (their entries and usage), oldest deletion first, a
+   * batch at a time, each batch a transaction of its own (on the embedded store, with the write
+   * lock left to other writers between batches); one process at a time. Resolves when none is left
    * (or `signal` aborts), or null at once when another process is at it. A run interrupted (a
    * crash, a kill) leaves whole batches: the next run goes on from there.
    */
   purgeDeletedAccounts?(opts?: { onBatch?: (p: PurgeProgress) => void; signal?: AbortSignal }): Promise<PurgeResult | null>;
-  /** Embedded store: the entries of a deleted account still to remove, or null when none is left of it. */
-  purgeLeft?(accountId: string): number | null;
+  /** The entries of a deleted account still to remove, or null when none is left of it. */
+  purgeLeft?(accountId: string): number | null | Promise<number | null>;
   /** Sets (or with null removes) the dashboard password and ends the account's sessions. */
   setPassword(accountId: string, passwordHash: string | null): Promise<void>;
   getPasswordHash(accountId: string): Promise<string | null>;

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { eventually, freshSchema, serviceUrl, skipReason } from '../../test/services.ts';
 import { bytesOf, entry, storeConformance } from './conformance.ts';
-import type { Account, Entry } from './interface.ts';
+import { AccountGoneError, type Account, type Entry } from './interface.ts';
 import { CHANGES_KEPT_DAYS, PostgresStore } from './postgres.ts';
 import { emptyDelta, UsageRecorder } from '../cache/usage.ts';
 
@@ -163,6 +163,7 @@ describe('PostgreSQL store: an account deleted by another node', { skip: skipRea
     const second = await PostgresStore.open(serviceUrl('DATABASE_URL') as string, { schema });
     try {
       assert.equal((await second.deleteAccount(account.id))?.entries, 2);
+      assert.deepEqual(await second.purgeDeletedAccounts(), { accounts: 1, entries: 2, usageBuckets: 0 });
     } finally {
       await second.close();
     }
@@ -346,12 +347,16 @@ describe('PostgreSQL storage counts of a database made by the version before sto
         await store.putEntry(entry(a.id, { answer: `réponse ${i}`, messages: [{ role: 'user', content: `質問 ${i}` }] }));
       await store.putEntry(entry(b.id, { answer: 'x'.repeat(1000) }));
       await store.close();
-      // Back to the version before: the migration that counts storage (and the one after it, of
-      // index snapshot records) undone, and an entry written as that version did, with nothing
+      // Back to the version before: the migration that counts storage (and the two after it, of
+      // index snapshot records and of accounts marked deleted) undone, and an entry written as that version did, with nothing
       // counting it.
       await client.query(`DROP TRIGGER entries_storage ON entries; DROP FUNCTION entries_storage(); DROP TABLE account_storage;
-                          DROP TABLE index_snapshots;
-                          DELETE FROM schema_migrations WHERE version >= (SELECT max(version) - 1 FROM schema_migrations)`);
+                          DROP TABLE index_snapshots; DROP INDEX accounts_live_name;
+                          DROP TRIGGER accounts_auth_changed ON accounts; ALTER TABLE accounts DROP COLUMN deleted_at;
+                          CREATE TRIGGER accounts_auth_changed AFTER UPDATE OF name, plan, created_at, default_threshold, entry_ttl_seconds
+                            OR DELETE ON accounts FOR EACH STATEMENT EXECUTE FUNCTION auth_changed();
+                          ALTER TABLE accounts ADD UNIQUE (name);
+                          DELETE FROM schema_migrations WHERE version >= (SELECT max(version) - 2 FROM schema_migrations)`);
       await client.query(
         `INSERT INTO entries (account_id, exact_hash, context_hash, prefix_hash, messages, query_text, prefix_text, answer, model, tokens, created_at)
          VALUES ($1, 'old', 'ctx', 'p', '[{"role":"user","content":"ancien"}]', 'ancien', '', 'déjà', 'm', 1, $2)`,
@@ -437,25 +442,44 @@ describe('PostgreSQL deletion of an account beside other accounts', { skip: skip
     return (rows[0] as { n: number }).n > 0;
   };
 
+  /** `reprise accounts delete`: the account is marked deleted, then its entries removed. */
+  const deleteWhole = async (id: string) => {
+    const deleted = await db.store.deleteAccount(id);
+    await db.store.purgeDeletedAccounts();
+    return deleted;
+  };
+
   test("while its entries are being deleted, another account's stores, key revocations and settings go through", async () => {
     const gone = await db.store.createAccount('pg-deleted', 'pro');
     const kept = await db.store.createAccount('pg-kept', 'pro');
     await db.store.putEntry(entry(gone.id, { exactHash: 'held' }));
     const key = await db.store.createKey({ accountId: kept.id, name: null, prefix: 'rp_x', secretHash: 'hash-pg-kept' });
+    await db.store.createKey({ accountId: gone.id, name: null, prefix: 'rp_x', secretHash: 'hash-pg-deleted' });
     // A deletion that takes long: one of its entries is locked by another transaction, which the
     // deletion waits for, midway, as it would for the time it takes to delete many.
     await db.client.query('BEGIN');
     await db.client.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [gone.id]);
-    const deleting = db.store.deleteAccount(gone.id);
+    const deleting = deleteWhole(gone.id);
     try {
       assert.ok(await eventually(deletionWaits), 'the deletion waits for the entry');
       assert.ok(await db.store.putEntry(entry(kept.id, { exactHash: 'meanwhile' })));
       assert.equal((await db.store.updateAccount(kept.id, { defaultThreshold: 0.9 }))?.defaultThreshold, 0.9);
       assert.ok((await db.store.revokeKey(key.id))?.revokedAt);
+      // The account itself is gone already, for stores of every kind (limited or not) too.
+      assert.equal(await db.store.findKeyByHash('hash-pg-deleted'), null);
+      assert.equal(await db.store.getAccount(gone.id), null);
+      assert.equal(await db.store.updateAccount(gone.id, { defaultThreshold: 0.9 }), null);
+      await assert.rejects(db.store.putEntry(entry(gone.id, { exactHash: 'after' })), AccountGoneError);
+      await assert.rejects(
+        db.store.putEntry(entry(gone.id, { exactHash: 'after' }), { maxEntries: 10, maxStoredBytes: null }),
+        AccountGoneError,
+      );
+      assert.ok(await db.store.createAccount('pg-deleted', 'free'), 'its name is free');
     } finally {
       await db.client.query('COMMIT');
     }
     assert.equal((await deleting)?.entries, 1);
+    assert.equal(await db.store.getEntryByHash(gone.id, 'after'), null);
     assert.equal(await db.store.getAccount(gone.id), null);
     assert.equal((await db.store.getEntryByHash(kept.id, 'meanwhile'))?.accountId, kept.id);
   });
@@ -480,7 +504,7 @@ describe('PostgreSQL deletion of an account beside other accounts', { skip: skip
     // A deletion that takes long, holding the account from its start (see the test before).
     await db.client.query('BEGIN');
     await db.client.query('SELECT 1 FROM entries WHERE account_id = $1 FOR UPDATE', [gone.id]);
-    const deleting = db.store.deleteAccount(gone.id);
+    const deleting = deleteWhole(gone.id);
     try {
       assert.ok(await eventually(deletionWaits), 'the deletion waits for the entry');
       await recorder.flush();
@@ -510,7 +534,7 @@ describe('PostgreSQL deletion of an account beside other accounts', { skip: skip
     const expired = await db.store.putEntry(entry(kept.id, { exactHash: 'expired', expiresAt: past }));
     await db.client.query('BEGIN');
     await db.client.query('SELECT 1 FROM entries WHERE id = $1 FOR UPDATE', [held.id]);
-    const deleting = db.store.deleteAccount(gone.id);
+    const deleting = deleteWhole(gone.id);
     try {
       assert.ok(await eventually(deletionWaits), 'the deletion waits for the entry');
       const swept = await db.store.deleteExpired(new Date().toISOString(), 100);

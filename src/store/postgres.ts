@@ -15,6 +15,8 @@ import {
   type EntryPage,
   type HitDelta,
   type NewEntry,
+  type PurgeProgress,
+  type PurgeResult,
   type Session,
   type Store,
   type UsageBucket,
@@ -202,6 +204,16 @@ const MIGRATIONS: readonly string[] = [
      seq BIGINT NOT NULL,
      saved_at TIMESTAMPTZ NOT NULL DEFAULT now()
    );`,
+  // An account deleted is marked so (with its keys, sessions, usage and counts deleted) in one
+  // short transaction, and its entries removed afterwards, a batch at a time (`deleteAccount`,
+  // `purgeDeletedAccounts`); its row goes with the last batch. Its name is free from the mark on.
+  `ALTER TABLE accounts ADD COLUMN IF NOT EXISTS deleted_at TEXT;
+   ALTER TABLE accounts DROP CONSTRAINT IF EXISTS accounts_name_key;
+   CREATE UNIQUE INDEX IF NOT EXISTS accounts_live_name ON accounts(name) WHERE deleted_at IS NULL;
+   CREATE INDEX IF NOT EXISTS accounts_deleted ON accounts(deleted_at) WHERE deleted_at IS NOT NULL;
+   DROP TRIGGER IF EXISTS accounts_auth_changed ON accounts;
+   CREATE TRIGGER accounts_auth_changed AFTER UPDATE OF name, plan, created_at, default_threshold, entry_ttl_seconds, deleted_at OR DELETE ON accounts
+     FOR EACH STATEMENT EXECUTE FUNCTION auth_changed();`,
 ];
 
 /** An entry's insert, followed by what to do when the account has one of its exact hash. */
@@ -256,17 +268,17 @@ function inLockOrder<T>(items: readonly T[], key: (item: T) => string | number):
 }
 
 /**
- * The accounts among those `ids` (a query of account ids) that exist and are not being deleted,
- * locked against their deletion until the transaction ends. A deletion (`deleteAccount`) locks its
- * account first and holds it until it commits, for as long as its entries take (some 20 s for
- * 250,000): a node's batch of counters, which holds every account's counts of its last second,
- * would wait for it as long, and the node's usage reads behind the batch. The batch leaves out the
- * counts of an account being deleted instead (it is going away; were the deletion to fail, they
- * would be lost), and keeps those of the others. Nothing the service does but a deletion locks an
- * account's row so: stores (their foreign key checks) and changes of settings do not (a change of
- * its name by hand in psql would, for as long as its transaction).
+ * The accounts among those `ids` (a query of account ids) that exist and are not deleted, locked
+ * against their deletion until the transaction ends. A deletion (`deleteAccount`) locks its
+ * account for the moment it takes to mark it deleted; its entries are removed after that, while
+ * it is marked (`purgeDeletedAccounts`). A node's batch of counters, which holds every account's
+ * counts of its last second, leaves out the counts of an account marked or being marked (it is
+ * gone) and keeps those of the others, without waiting. Nothing the service does but a deletion
+ * locks an account's row so: stores and changes of settings do not (a change of its name by hand
+ * in psql would, for as long as its transaction).
  */
-const liveAccounts = (ids: string): string => `SELECT id FROM accounts WHERE id IN (${ids}) FOR KEY SHARE SKIP LOCKED`;
+const liveAccounts = (ids: string): string =>
+  `SELECT id FROM accounts WHERE id IN (${ids}) AND deleted_at IS NULL FOR KEY SHARE SKIP LOCKED`;
 
 const num = (v: unknown): number => (typeof v === 'string' ? Number(v) : (v as number));
 const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
@@ -335,7 +347,12 @@ export interface PostgresOptions {
    * off by a network that drops packets) would otherwise hold every request that reads it.
    */
   queryTimeoutMs?: number;
+  /** Entries of a deleted account removed a transaction (`purgeDeletedAccounts`); default 1,000. */
+  deleteBatch?: number;
 }
+
+/** How often a node reads PostgreSQL's clock (`now`). */
+const CLOCK_READ_MS = 10_000;
 
 /** Migrations and an account's deletion may rewrite large tables: they wait this long for an answer. */
 const LONG_QUERY_TIMEOUT_MS = 3_600_000;
@@ -356,9 +373,14 @@ export class PostgresStore implements Store {
     return `"${this.schema}"`;
   }
   private readonly keys: KeyCache<{ key: ApiKey; account: Account }>;
+  private readonly deleteBatch: number;
+  /** PostgreSQL's clock less this node's, in ms, as last read (`readClock`). */
+  private clockOffsetMs = 0;
+  private clockTimer: NodeJS.Timeout | null = null;
 
   private constructor(url: string, opts: PostgresOptions) {
     this.schema = opts.schema ?? 'public';
+    this.deleteBatch = opts.deleteBatch ?? 1000;
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name ${this.schema}`);
     // Connections are kept alive at the TCP level, so a peer that vanished is noticed on idle ones.
     const queryTimeout = opts.queryTimeoutMs ?? 5000;
@@ -382,7 +404,30 @@ export class PostgresStore implements Store {
   static async open(url: string, opts: PostgresOptions = {}): Promise<PostgresStore> {
     const store = new PostgresStore(url, opts);
     await store.migrate();
+    await store.readClock();
+    store.clockTimer = setInterval(() => void store.readClock().catch(() => undefined), CLOCK_READ_MS);
+    store.clockTimer.unref();
     return store;
+  }
+
+  /**
+   * The time by PostgreSQL's clock, in ms since the epoch, for every time the nodes compare with
+   * each other's: when an entry was stored and when it expires, and whether it has. By each node's
+   * own clock, a node two hours behind stored entries that the others took for expired two hours
+   * ago, and served the others' entries two hours past their end. Read from this node's clock and
+   * its difference from PostgreSQL's, measured at open and every CLOCK_READ_MS.
+   */
+  readonly now = (): number => Date.now() + this.clockOffsetMs;
+
+  private isoNow(): string {
+    return new Date(this.now()).toISOString();
+  }
+
+  private async readClock(): Promise<void> {
+    const sent = Date.now();
+    const rows = await this.q('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms');
+    const received = Date.now();
+    this.clockOffsetMs = Math.round(num(rows[0]?.ms) - (sent + received) / 2);
   }
 
   /**
@@ -481,6 +526,8 @@ export class PostgresStore implements Store {
     } catch (err) {
       if (lost === undefined && isConnectionError(err)) lost = err as Error;
       if (lost === undefined) await client.query('ROLLBACK').catch(() => undefined);
+      // One already said so (by a transaction run within this one's, as `alone` runs them) is not said twice.
+      if (err instanceof StoreUnavailableError) throw err;
       throw lost !== undefined || refusesWrites(err) || waitedForLock(err) ? new StoreUnavailableError(err) : err;
     } finally {
       client.off('error', onError);
@@ -493,23 +540,23 @@ export class PostgresStore implements Store {
       newId('acc'),
       name,
       plan,
-      new Date().toISOString(),
+      this.isoNow(),
     ]);
     return toAccount(rows[0] as Row);
   }
 
   async getAccount(id: string): Promise<Account | null> {
-    const rows = await this.q('SELECT * FROM accounts WHERE id = $1', [id]);
+    const rows = await this.q('SELECT * FROM accounts WHERE id = $1 AND deleted_at IS NULL', [id]);
     return rows[0] ? toAccount(rows[0]) : null;
   }
 
   async getAccountByName(name: string): Promise<Account | null> {
-    const rows = await this.q('SELECT * FROM accounts WHERE name = $1', [name]);
+    const rows = await this.q('SELECT * FROM accounts WHERE name = $1 AND deleted_at IS NULL', [name]);
     return rows[0] ? toAccount(rows[0]) : null;
   }
 
   async listAccounts(): Promise<Account[]> {
-    return (await this.q('SELECT * FROM accounts ORDER BY created_at, id')).map(toAccount);
+    return (await this.q('SELECT * FROM accounts WHERE deleted_at IS NULL ORDER BY created_at, id')).map(toAccount);
   }
 
   async updateAccount(id: string, patch: Partial<Pick<Account, 'plan' | 'defaultThreshold' | 'entryTtlSeconds'>>): Promise<Account | null> {
@@ -524,7 +571,7 @@ export class PostgresStore implements Store {
     if (patch.entryTtlSeconds !== undefined) add('entry_ttl_seconds', patch.entryTtlSeconds);
     if (sets.length > 0) {
       args.push(id);
-      await this.q(`UPDATE accounts SET ${sets.join(', ')} WHERE id = $${args.length}`, args);
+      await this.q(`UPDATE accounts SET ${sets.join(', ')} WHERE id = $${args.length} AND deleted_at IS NULL`, args);
       this.keys.invalidate();
     }
     return this.getAccount(id);
@@ -537,55 +584,118 @@ export class PostgresStore implements Store {
     });
   }
 
+  /**
+   * Deletes the account for everyone at once, in one short transaction: its keys, dashboard
+   * sessions and storage counts go, and the account is marked deleted (its name free); its entries
+   * and usage stay until `purgeDeletedAccounts` removes them, a batch at a time, and its row with
+   * the last. Marked, it is gone: its keys are refused on every node (the change of its keys is
+   * announced as any is), it is in no list, its counters are dropped, and a store for it is refused
+   * (`AccountGoneError`, `lockLiveAccount`). Its entries removed in this transaction (100,000 take
+   * seconds) held it all that time: its own stores, on every node, waited for it and were answered
+   * 503 once they had waited as long as a lock is waited for.
+   */
   async deleteAccount(id: string): Promise<AccountDeletion | null> {
-    return this.tx(async (c) => {
-      // Locked first: a store for the account that comes meanwhile waits for this transaction (its
-      // foreign key check), then finds it gone. A node's batch of counters, which holds every
-      // account's counts of a second, does not wait: it leaves out the account's (`liveAccounts`).
-      // Its statements may take long (LONG_QUERY_TIMEOUT_MS), and so may their waits for locks.
+    const deleted = await this.tx(async (c) => {
+      // Locked first: the stores of the account under way (each holds its row, `lockLiveAccount`)
+      // commit before it is marked, and those that come meanwhile wait for the mark, then find it
+      // gone. A node's batch of counters under way holds it too, for a moment. Those waits are not
+      // given up (lock_timeout): a node cut off with one open is ended by PostgreSQL.
       await c.query('SET LOCAL lock_timeout = 0');
-      const { rows } = await c.query('SELECT * FROM accounts WHERE id = $1 FOR UPDATE', [id]);
-      const row = rows[0] as Row | undefined;
-      if (!row) return null;
-      const run = async (sql: string) =>
-        (await c.query({ text: sql, values: [id], query_timeout: LONG_QUERY_TIMEOUT_MS } as pg.QueryConfig)).rowCount ?? 0;
-      // Each entry deleted is announced in the change log, as any delete is: every node takes its
-      // vector out of its index. The entries first, however many: they hold row locks only, which
-      // no other account's writes wait for. The keys and the account last, a moment before the
-      // commit: their deletion bumps auth_version, whose row every change to a key or an account
-      // (another account's revocation or settings) then waits for until this transaction ends.
-      // Its storage counts go before its entries: each entry's delete updates them otherwise (a
-      // trigger), and each update of one row in one transaction leaves a version of it that the
-      // next must step over, so the deletion took time in the square of the entries (22 s for
-      // 30,000 here; minutes for 250,000).
-      await run('DELETE FROM account_storage WHERE account_id = $1');
-      const logged = await c.query({
-        text: `WITH gone AS (DELETE FROM entries WHERE account_id = $1 RETURNING id, context_hash),
-                    logged AS (INSERT INTO entry_changes (entry_id, op, account_id, context_hash)
-                               SELECT id, 'delete', $1, context_hash FROM gone ORDER BY id RETURNING seq)
-               SELECT count(*) AS n, max(seq) AS last FROM logged`,
+      const { rows } = await c.query({
+        text: 'SELECT * FROM accounts WHERE id = $1 AND deleted_at IS NULL FOR UPDATE',
         values: [id],
         query_timeout: LONG_QUERY_TIMEOUT_MS,
       } as pg.QueryConfig);
-      const { n, last } = logged.rows[0] as Row;
-      const usageBuckets = await run('DELETE FROM usage WHERE account_id = $1');
+      const row = rows[0] as Row | undefined;
+      if (!row) return null;
+      const run = async (sql: string, args: unknown[] = [id]) =>
+        (await c.query({ text: sql, values: args, query_timeout: LONG_QUERY_TIMEOUT_MS } as pg.QueryConfig)).rowCount ?? 0;
+      const entries = (await c.query('SELECT count(*) AS n FROM entries WHERE account_id = $1', [id])).rows[0] as Row;
+      const usage = (await c.query('SELECT count(*) AS n FROM usage WHERE account_id = $1', [id])).rows[0] as Row;
       const sessions = await run('DELETE FROM sessions WHERE account_id = $1');
       const keys = await run('DELETE FROM api_keys WHERE account_id = $1');
-      await run('DELETE FROM accounts WHERE id = $1');
-      if (num(n) > 0) await c.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, String(last)]);
-      return { account: toAccount(row), keys, sessions, entries: num(n), usageBuckets };
+      // Its entries' deletes update no counts from now on (a trigger), which would otherwise take
+      // time in the square of the entries of a batch.
+      await run('DELETE FROM account_storage WHERE account_id = $1');
+      await run('UPDATE accounts SET deleted_at = $2 WHERE id = $1', [id, this.isoNow()]);
+      return { account: toAccount(row), keys, sessions, entries: num(entries.n), usageBuckets: num(usage.n) };
+    });
+    if (deleted) this.keys.invalidate();
+    return deleted;
+  }
+
+  /**
+   * Removes the entries of accounts marked deleted (`deleteAccount`), oldest deletion first,
+   * `deleteBatch` a transaction, each announced in the change log as any delete is (every node
+   * takes its vector out of its index); the account's row goes with its last batch. One node (or
+   * CLI) of the cluster at a time (`alone`); null at once when another is at it. Interrupted (a
+   * crash, a kill, the database lost), it leaves whole batches: the next run goes on from there.
+   */
+  async purgeDeletedAccounts(opts: { onBatch?: (p: PurgeProgress) => void; signal?: AbortSignal } = {}): Promise<PurgeResult | null> {
+    return this.alone('purge-deleted-accounts', async () => {
+      const result: PurgeResult = { accounts: 0, entries: 0, usageBuckets: 0 };
+      for (;;) {
+        if (opts.signal?.aborted) return result;
+        const next = (await this.q('SELECT id FROM accounts WHERE deleted_at IS NOT NULL ORDER BY deleted_at, id LIMIT 1'))[0];
+        if (!next) return result;
+        const accountId = String(next.id);
+        let left = num((await this.q('SELECT count(*) AS n FROM entries WHERE account_id = $1', [accountId]))[0]?.n ?? 0);
+        let removed = 0;
+        for (;;) {
+          if (opts.signal?.aborted) return result;
+          const done = await this.tx(async (c) => {
+            // An entry another transaction holds (a node's hit counts) is waited for, however long.
+            await c.query('SET LOCAL lock_timeout = 0');
+            const logged = await c.query({
+              text: `WITH gone AS (DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE account_id = $1 ORDER BY id LIMIT $2)
+                                   RETURNING id, context_hash),
+                          logged AS (INSERT INTO entry_changes (entry_id, op, account_id, context_hash)
+                                     SELECT id, 'delete', $1, context_hash FROM gone ORDER BY id RETURNING seq)
+                     SELECT count(*) AS n, max(seq) AS last FROM logged`,
+              values: [accountId, this.deleteBatch],
+              query_timeout: LONG_QUERY_TIMEOUT_MS,
+            } as pg.QueryConfig);
+            const { n, last } = logged.rows[0] as Row;
+            if (num(n) > 0) await c.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, String(last)]);
+            const finished = num(n) < this.deleteBatch;
+            let usage = 0;
+            if (finished) {
+              usage = (await c.query('DELETE FROM usage WHERE account_id = $1', [accountId])).rowCount ?? 0;
+              // A key or session made for it as it was marked (read before, written after) goes with it.
+              await c.query('DELETE FROM sessions WHERE account_id = $1', [accountId]);
+              await c.query('DELETE FROM api_keys WHERE account_id = $1', [accountId]);
+              await c.query('DELETE FROM accounts WHERE id = $1', [accountId]);
+            }
+            return { entries: num(n), usage, finished };
+          });
+          removed += done.entries;
+          left = Math.max(0, left - done.entries);
+          result.entries += done.entries;
+          result.usageBuckets += done.usage;
+          opts.onBatch?.({ accountId, entriesRemoved: removed, entriesLeft: done.finished ? 0 : left });
+          if (done.finished) break;
+        }
+        result.accounts++;
+      }
     });
   }
 
+  /** The entries of an account marked deleted still to remove, or null when none is left of it. */
+  async purgeLeft(accountId: string): Promise<number | null> {
+    const marked = await this.q('SELECT 1 FROM accounts WHERE id = $1 AND deleted_at IS NOT NULL', [accountId]);
+    if (marked.length === 0) return null;
+    return num((await this.q('SELECT count(*) AS n FROM entries WHERE account_id = $1', [accountId]))[0]?.n ?? 0);
+  }
+
   async getPasswordHash(accountId: string): Promise<string | null> {
-    const rows = await this.q('SELECT password_hash FROM accounts WHERE id = $1', [accountId]);
+    const rows = await this.q('SELECT password_hash FROM accounts WHERE id = $1 AND deleted_at IS NULL', [accountId]);
     return strOrNull(rows[0]?.password_hash);
   }
 
   async createKey(key: { accountId: string; name: string | null; prefix: string; secretHash: string }): Promise<ApiKey> {
     const rows = await this.q(
       'INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *',
-      [newId('key'), key.accountId, key.name, key.prefix, key.secretHash, new Date().toISOString()],
+      [newId('key'), key.accountId, key.name, key.prefix, key.secretHash, this.isoNow()],
     );
     return toKey(rows[0] as Row);
   }
@@ -597,7 +707,7 @@ export class PostgresStore implements Store {
     const rows = await this.q(
       `SELECT k.*, a.name AS a_name, a.plan AS a_plan, a.created_at AS a_created_at,
               a.default_threshold AS a_default_threshold, a.entry_ttl_seconds AS a_entry_ttl_seconds
-         FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_hash = $1`,
+         FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_hash = $1 AND a.deleted_at IS NULL`,
       [secretHash],
     );
     const r = rows[0];
@@ -629,7 +739,7 @@ export class PostgresStore implements Store {
   async revokeKey(id: string, accountId?: string): Promise<ApiKey | null> {
     const rows = await this.q(
       `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 AND ($3::text IS NULL OR account_id = $3) RETURNING *`,
-      [id, new Date().toISOString(), accountId ?? null],
+      [id, this.isoNow(), accountId ?? null],
     );
     this.keys.invalidate();
     return rows[0] ? toKey(rows[0]) : null;
@@ -660,14 +770,32 @@ export class PostgresStore implements Store {
   private async upsertEntry(e: NewEntry, limits: StorageLimits | null): Promise<Entry> {
     const values = entryValues(e);
     if (!limited(limits)) {
-      return this.tx(async (c) => this.putWritten(c, (await c.query(`${INSERT_ENTRY_SQL} ${UPSERT_ENTRY_SQL}`, values)).rows[0] as Row));
+      return this.tx(async (c) => {
+        await this.lockLiveAccount(c, e.accountId);
+        return this.putWritten(c, (await c.query(`${INSERT_ENTRY_SQL} ${UPSERT_ENTRY_SQL}`, values)).rows[0] as Row);
+      });
     }
     // An entry of this hash inserted by another writer between the look and the insert: looked at again.
     for (let tries = 0; tries < 10; tries++) {
-      const stored = await this.tx((c) => this.putWithin(c, e.accountId, e.exactHash, values, limits));
+      const stored = await this.tx(async (c) => {
+        await this.lockLiveAccount(c, e.accountId);
+        return this.putWithin(c, e.accountId, e.exactHash, values, limits);
+      });
       if (stored !== null) return stored;
     }
     throw new Error('an entry stored again and again by other writers while this store was checked against its limits');
+  }
+
+  /**
+   * Holds the account's row (shared, as the foreign key check of an entry's insert would) until
+   * the store's transaction ends, or throws `AccountGoneError` when it is marked deleted: a store
+   * under way when the account is deleted commits before the deletion marks it (which waits for
+   * it), and one that comes after is refused, never acknowledged and then removed with its entries.
+   * A node that had the account's key in memory, not yet told of the deletion, sends it here.
+   */
+  private async lockLiveAccount(c: pg.PoolClient, accountId: string): Promise<void> {
+    const { rowCount } = await c.query('SELECT 1 FROM accounts WHERE id = $1 AND deleted_at IS NULL FOR KEY SHARE', [accountId]);
+    if (rowCount === 0) throw new AccountGoneError(accountId);
   }
 
   /**
@@ -750,7 +878,7 @@ export class PostgresStore implements Store {
   async getEntry(accountId: string, publicId: number): Promise<Entry | null> {
     const rows = await this.q(
       'SELECT * FROM entries WHERE account_id = $1 AND public_id = $2 AND (expires_at IS NULL OR expires_at > $3)',
-      [accountId, publicId, new Date().toISOString()],
+      [accountId, publicId, this.isoNow()],
     );
     return rows[0] ? toEntry(rows[0]) : null;
   }
@@ -762,7 +890,7 @@ export class PostgresStore implements Store {
 
   async listEntries(accountId: string, opts: EntryListOptions): Promise<EntryPage> {
     // Expired entries are gone for the account already, before the sweep deletes them.
-    const args: unknown[] = [accountId, new Date().toISOString()];
+    const args: unknown[] = [accountId, this.isoNow()];
     let where = 'account_id = $1 AND (expires_at IS NULL OR expires_at > $2)';
     // An empty namespace is none, as on check and store.
     if (opts.namespace === '') where += ' AND namespace IS NULL';
@@ -787,7 +915,7 @@ export class PostgresStore implements Store {
     return this.tx(async (c) => {
       const { rows } = await c.query(
         'DELETE FROM entries WHERE account_id = $1 AND public_id = $2 AND (expires_at IS NULL OR expires_at > $3) RETURNING id, context_hash',
-        [accountId, publicId, new Date().toISOString()],
+        [accountId, publicId, this.isoNow()],
       );
       const r = rows[0] as Row | undefined;
       if (!r) return null;
@@ -832,7 +960,7 @@ export class PostgresStore implements Store {
       const doomed = (
         await c.query(
           `SELECT e.id, e.account_id FROM entries e JOIN accounts a ON a.id = e.account_id
-            WHERE e.expires_at IS NOT NULL AND e.expires_at <= $1 AND ($3::text IS NULL OR e.account_id = $3)
+            WHERE e.expires_at IS NOT NULL AND e.expires_at <= $1 AND ($3::text IS NULL OR e.account_id = $3) AND a.deleted_at IS NULL
             LIMIT $2 FOR UPDATE OF e SKIP LOCKED FOR KEY SHARE OF a SKIP LOCKED`,
           [now, limit, accountId ?? null],
         )
@@ -866,8 +994,10 @@ export class PostgresStore implements Store {
 
   async scanVectors(afterId: number, limit: number): Promise<VectorRow[]> {
     const rows = await this.q(
-      `SELECT id, account_id, context_hash, embedder_id, vector, expires_at FROM entries
-        WHERE id > $1 AND vector IS NOT NULL ORDER BY id LIMIT $2`,
+      `SELECT e.id, e.account_id, e.context_hash, e.embedder_id, e.vector, e.expires_at FROM entries e
+        WHERE e.id > $1 AND e.vector IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = e.account_id AND a.deleted_at IS NOT NULL)
+        ORDER BY e.id LIMIT $2`,
       [afterId, limit],
     );
     return rows.map((r) => ({
@@ -1054,7 +1184,7 @@ export class PostgresStore implements Store {
   }
 
   async createSession(x: Session): Promise<void> {
-    await this.q('DELETE FROM sessions WHERE expires_at <= $1', [new Date().toISOString()]);
+    await this.q('DELETE FROM sessions WHERE expires_at <= $1', [this.isoNow()]);
     await this.q('INSERT INTO sessions (token_hash, account_id, csrf_token, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)', [
       x.tokenHash,
       x.accountId,
@@ -1082,6 +1212,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    if (this.clockTimer) clearInterval(this.clockTimer);
     await this.keys.close();
     await this.counters.end();
     await this.pool.end();
