@@ -249,6 +249,44 @@ describe('metrics', () => {
     }
   });
 
+  test('GET /metrics counts each request once, under its route, its method and its status', async () => {
+    const t = await startTestApp();
+    try {
+      const key = await t.key();
+      const messages = [{ role: 'user', content: 'counted' }];
+      await t.post('/api/v1/check', { messages }, key);
+      await t.post('/api/v1/store', { messages, answer: 'a', model: 'gpt-4o', tokens_used: 3 }, key);
+      await t.post('/api/v1/check', { messages }, key);
+      await t.post('/api/v1/check', { messages }, key);
+      await t.post('/api/v1/check', { messages }, 'rp_live_' + 'x'.repeat(40));
+      await t.post('/api/v1/check', { messages: [] }, key);
+      await t.get('/api/v1/health', key);
+      await t.app.inject({ method: 'HEAD', url: '/api/v1/health', headers: { authorization: `Bearer ${key}` } });
+      await t.get('/api/v1/nothing', key);
+      await t.app.inject({ method: 'DELETE', url: '/api/v1/check', headers: { authorization: `Bearer ${key}` } });
+      await t.app.inject({ method: 'GET', url: '/api/v1/%zz' });
+      const body = (await t.get('/metrics')).body;
+      const counts = body
+        .split('\n')
+        .filter((l) => l.startsWith('reprise_http_request_duration_seconds_count') || l.startsWith('reprise_checks_total{'))
+        .sort();
+      assert.deepEqual(counts, [
+        'reprise_checks_total{outcome="exact_hit"} 2',
+        'reprise_checks_total{outcome="miss"} 1',
+        'reprise_http_request_duration_seconds_count{method="DELETE",route="unknown",status="405"} 1',
+        'reprise_http_request_duration_seconds_count{method="GET",route="/api/v1/health",status="200"} 1',
+        'reprise_http_request_duration_seconds_count{method="GET",route="unknown",status="404"} 1',
+        'reprise_http_request_duration_seconds_count{method="HEAD",route="/api/v1/health",status="200"} 1',
+        'reprise_http_request_duration_seconds_count{method="POST",route="/api/v1/check",status="200"} 3',
+        'reprise_http_request_duration_seconds_count{method="POST",route="/api/v1/check",status="400"} 1',
+        'reprise_http_request_duration_seconds_count{method="POST",route="/api/v1/check",status="401"} 1',
+        'reprise_http_request_duration_seconds_count{method="POST",route="/api/v1/store",status="200"} 1',
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
+
   test('with REPRISE_METRICS_TOKEN, GET /metrics needs that token, not an API key', async () => {
     const token = 'scrape-token-0123456789';
     const t = await startTestApp({ env: { REPRISE_METRICS_TOKEN: token } });

@@ -16,7 +16,7 @@ interface CheckBody {
 
 export function checkRoute(app: FastifyInstance, ctx: AppContext, metrics: Metrics): void {
   const respond = (result: CheckResult) => {
-    metrics.checks.inc({ outcome: result.cacheHit ? `${result.cacheType}_hit` : 'miss' });
+    metrics.countCheck(result.cacheHit ? (result.cacheType === 'exact' ? 'exact_hit' : 'semantic_hit') : 'miss');
     if (result.cacheHit) {
       return {
         cache_hit: true,
