@@ -3,7 +3,11 @@ import { after, before, describe, test } from 'node:test';
 import { once } from 'node:events';
 import { request } from 'node:http';
 import { connect } from 'node:net';
-import { startTestApp, type TestApp } from './helpers.ts';
+import pino from 'pino';
+import { buildApp } from '../src/app.ts';
+import { createKey } from '../src/keys/keys.ts';
+import { createRuntime } from '../src/runtime.ts';
+import { startTestApp, testConfig, type TestApp } from './helpers.ts';
 
 describe('routing, health and documents', () => {
   let t: TestApp;
@@ -305,6 +309,45 @@ describe('metrics', () => {
       }
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe('request logs', () => {
+  test('a request logs one line with its id, after the process fields; a failure logged while answering carries the id too', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const runtime = await createRuntime(testConfig(), { embedder: null });
+    const app = await buildApp(runtime.ctx, { loggerInstance: logger });
+    try {
+      const account = await runtime.ctx.store.createAccount('logged', 'free');
+      const { secret } = await createKey(runtime.ctx.store, account);
+      const headers = (id: string) => ({ authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'x-request-id': id });
+      const payload = JSON.stringify({ messages: [{ role: 'user', content: 'logged' }] });
+      const ok = await app.inject({ method: 'POST', url: '/api/v1/check', headers: headers('logged-1'), payload });
+      assert.equal(ok.statusCode, 200);
+      await runtime.ctx.store.close();
+      const failed = await app.inject({ method: 'POST', url: '/api/v1/check', headers: headers('logged-2'), payload });
+      assert.equal(failed.statusCode, 500);
+      const completed = lines.filter((l) => l.msg === 'request completed');
+      assert.deepEqual(
+        completed.map((l) => Object.keys(l)),
+        [1, 2].map(() => ['level', 'time', 'pid', 'hostname', 'reqId', 'method', 'url', 'status', 'ms', 'msg']),
+      );
+      assert.deepEqual(
+        completed.map((l) => [l.level, l.reqId, l.method, l.url, l.status]),
+        [
+          [30, 'logged-1', 'POST', '/api/v1/check', 200],
+          [30, 'logged-2', 'POST', '/api/v1/check', 500],
+        ],
+      );
+      const failure = lines.find((l) => l.msg === 'request failed');
+      assert.equal(failure?.reqId, 'logged-2');
+      assert.equal(failure?.request_id, 'logged-2');
+      assert.equal(failure?.level, 50);
+    } finally {
+      await app.close();
+      await runtime.close().catch(() => undefined);
     }
   });
 });
