@@ -52,16 +52,99 @@ export interface BuildOptions {
 /** Public (unauthenticated) paths share a generous per-address bucket, so they carry the headers too. */
 const PUBLIC_RULE: BucketRule = { capacity: 1000, refillPerSecond: 10, limit: 600 };
 
+/**
+ * A request's logger (its id bound as `reqId`), made when something is first logged through it.
+ * Most requests log one line, when they complete, and pino's child costs more to make than that
+ * line: `RequestLog` writes it through the parent with `reqId` first, the same line a child writes.
+ */
+class RequestLogger {
+  private made: FastifyBaseLogger | undefined = undefined;
+
+  constructor(
+    readonly parent: FastifyBaseLogger,
+    readonly reqId: string,
+    private readonly opts: object,
+  ) {}
+
+  /** The child logger, made on first use. */
+  get log(): FastifyBaseLogger {
+    return (this.made ??= this.parent.child({ reqId: this.reqId }, this.opts));
+  }
+
+  /** Whether the child was made (something set or logged through it). */
+  get isMade(): boolean {
+    return this.made !== undefined;
+  }
+
+  get level(): string {
+    return this.made === undefined ? this.parent.level : this.made.level;
+  }
+
+  set level(level: string) {
+    this.log.level = level;
+  }
+
+  fatal(...args: unknown[]): void {
+    (this.log.fatal as (...a: unknown[]) => void)(...args);
+  }
+
+  error(...args: unknown[]): void {
+    (this.log.error as (...a: unknown[]) => void)(...args);
+  }
+
+  warn(...args: unknown[]): void {
+    (this.log.warn as (...a: unknown[]) => void)(...args);
+  }
+
+  info(...args: unknown[]): void {
+    (this.log.info as (...a: unknown[]) => void)(...args);
+  }
+
+  debug(...args: unknown[]): void {
+    (this.log.debug as (...a: unknown[]) => void)(...args);
+  }
+
+  trace(...args: unknown[]): void {
+    (this.log.trace as (...a: unknown[]) => void)(...args);
+  }
+
+  silent(...args: unknown[]): void {
+    (this.log.silent as (...a: unknown[]) => void)(...args);
+  }
+
+  child(bindings: Record<string, unknown>, options?: object): FastifyBaseLogger {
+    return this.log.child(bindings, options);
+  }
+}
+
 /** Fastify's request log lines: none when a request arrives, one when it completes. */
 class RequestLog extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const ms = Math.round(reply.elapsedTime * 100) / 100;
-    const line = { method: request.method, url: request.url, status: reply.statusCode, ms };
-    if (error) request.log.warn({ ...line, err: error }, 'request failed while answering');
-    else request.log.info(line, 'request completed');
+    const log = request.log as unknown;
+    if (error) {
+      request.log.warn(
+        { method: request.method, url: request.url, status: reply.statusCode, ms, err: error },
+        'request failed while answering',
+      );
+    } else if (log instanceof RequestLogger && !log.isMade) {
+      log.parent.info({ reqId: log.reqId, method: request.method, url: request.url, status: reply.statusCode, ms }, 'request completed');
+    } else {
+      request.log.info({ method: request.method, url: request.url, status: reply.statusCode, ms }, 'request completed');
+    }
   }
+}
+
+/** Makes request loggers lazily (`RequestLogger`) unless a route asks for a level or serializers of its own. */
+function requestLogger(
+  logger: FastifyBaseLogger,
+  bindings: Record<string, unknown>,
+  opts: NonNullable<Parameters<FastifyBaseLogger['child']>[1]>,
+): FastifyBaseLogger {
+  if (opts.level !== undefined || opts.serializers !== undefined || typeof bindings.reqId !== 'string') return logger.child(bindings, opts);
+  return new RequestLogger(logger, bindings.reqId, opts) as unknown as FastifyBaseLogger;
 }
 
 /** Sets the public bucket's headers on `reply`; throws RATE_LIMIT_EXCEEDED when it is empty. */
@@ -109,6 +192,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   let serverLog: FastifyBaseLogger | null = null;
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
+    // Only a real logger's children are worth making lazily; a disabled one's child is itself.
+    ...(opts.loggerInstance || opts.logger ? { childLoggerFactory: requestLogger } : {}),
     bodyLimit: ctx.config.limits.bodyBytes,
     trustProxy: typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust,
     genReqId: (req) => {

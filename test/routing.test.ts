@@ -3,7 +3,11 @@ import { after, before, describe, test } from 'node:test';
 import { once } from 'node:events';
 import { request } from 'node:http';
 import { connect } from 'node:net';
-import { startTestApp, type TestApp } from './helpers.ts';
+import pino from 'pino';
+import { buildApp } from '../src/app.ts';
+import { createKey } from '../src/keys/keys.ts';
+import { createRuntime } from '../src/runtime.ts';
+import { startTestApp, testConfig, type TestApp } from './helpers.ts';
 
 describe('routing, health and documents', () => {
   let t: TestApp;
@@ -253,6 +257,44 @@ describe('metrics', () => {
     }
   });
 
+  test('GET /metrics counts each request once, under its route, its method and its status', async () => {
+    const t = await startTestApp();
+    try {
+      const key = await t.key();
+      const messages = [{ role: 'user', content: 'counted' }];
+      await t.post('/api/v1/check', { messages }, key);
+      await t.post('/api/v1/store', { messages, answer: 'a', model: 'gpt-4o', tokens_used: 3 }, key);
+      await t.post('/api/v1/check', { messages }, key);
+      await t.post('/api/v1/check', { messages }, key);
+      await t.post('/api/v1/check', { messages }, 'rp_live_' + 'x'.repeat(40));
+      await t.post('/api/v1/check', { messages: [] }, key);
+      await t.get('/api/v1/health', key);
+      await t.app.inject({ method: 'HEAD', url: '/api/v1/health', headers: { authorization: `Bearer ${key}` } });
+      await t.get('/api/v1/nothing', key);
+      await t.app.inject({ method: 'DELETE', url: '/api/v1/check', headers: { authorization: `Bearer ${key}` } });
+      await t.app.inject({ method: 'GET', url: '/api/v1/%zz' });
+      const body = (await t.get('/metrics')).body;
+      const counts = body
+        .split('\n')
+        .filter((l) => l.startsWith('reprise_http_request_duration_seconds_count') || l.startsWith('reprise_checks_total{'))
+        .sort();
+      assert.deepEqual(counts, [
+        'reprise_checks_total{outcome="exact_hit"} 2',
+        'reprise_checks_total{outcome="miss"} 1',
+        'reprise_http_request_duration_seconds_count{method="DELETE",route="unknown",status="405"} 1',
+        'reprise_http_request_duration_seconds_count{method="GET",route="/api/v1/health",status="200"} 1',
+        'reprise_http_request_duration_seconds_count{method="GET",route="unknown",status="404"} 1',
+        'reprise_http_request_duration_seconds_count{method="HEAD",route="/api/v1/health",status="200"} 1',
+        'reprise_http_request_duration_seconds_count{method="POST",route="/api/v1/check",status="200"} 3',
+        'reprise_http_request_duration_seconds_count{method="POST",route="/api/v1/check",status="400"} 1',
+        'reprise_http_request_duration_seconds_count{method="POST",route="/api/v1/check",status="401"} 1',
+        'reprise_http_request_duration_seconds_count{method="POST",route="/api/v1/store",status="200"} 1',
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
+
   test('with REPRISE_METRICS_TOKEN, GET /metrics needs that token, not an API key', async () => {
     const token = 'scrape-token-0123456789';
     const t = await startTestApp({ env: { REPRISE_METRICS_TOKEN: token } });
@@ -271,6 +313,45 @@ describe('metrics', () => {
       }
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe('request logs', () => {
+  test('a request logs one line with its id, after the process fields; a failure logged while answering carries the id too', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const runtime = await createRuntime(testConfig(), { embedder: null });
+    const app = await buildApp(runtime.ctx, { loggerInstance: logger });
+    try {
+      const account = await runtime.ctx.store.createAccount('logged', 'free');
+      const { secret } = await createKey(runtime.ctx.store, account);
+      const headers = (id: string) => ({ authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'x-request-id': id });
+      const payload = JSON.stringify({ messages: [{ role: 'user', content: 'logged' }] });
+      const ok = await app.inject({ method: 'POST', url: '/api/v1/check', headers: headers('logged-1'), payload });
+      assert.equal(ok.statusCode, 200);
+      await runtime.ctx.store.close();
+      const failed = await app.inject({ method: 'POST', url: '/api/v1/check', headers: headers('logged-2'), payload });
+      assert.equal(failed.statusCode, 500);
+      const completed = lines.filter((l) => l.msg === 'request completed');
+      assert.deepEqual(
+        completed.map((l) => Object.keys(l)),
+        [1, 2].map(() => ['level', 'time', 'pid', 'hostname', 'reqId', 'method', 'url', 'status', 'ms', 'msg']),
+      );
+      assert.deepEqual(
+        completed.map((l) => [l.level, l.reqId, l.method, l.url, l.status]),
+        [
+          [30, 'logged-1', 'POST', '/api/v1/check', 200],
+          [30, 'logged-2', 'POST', '/api/v1/check', 500],
+        ],
+      );
+      const failure = lines.find((l) => l.msg === 'request failed');
+      assert.equal(failure?.reqId, 'logged-2');
+      assert.equal(failure?.request_id, 'logged-2');
+      assert.equal(failure?.level, 50);
+    } finally {
+      await app.close();
+      await runtime.close().catch(() => undefined);
     }
   });
 });

@@ -229,6 +229,9 @@ describe('the real server, as a user runs it', () => {
       { method: 'POST', url: '/api/v1/check', status: 200 },
     );
     assert.equal(typeof completed[0]?.ms, 'number');
+    // The fields in their order: the request id where a child logger puts it, after the process's.
+    for (const l of completed)
+      assert.deepEqual(Object.keys(l), ['level', 'time', 'pid', 'hostname', 'reqId', 'method', 'url', 'status', 'ms', 'msg']);
     assert.ok(!lines.some((l) => l.msg === 'incoming request'));
     assert.doesNotMatch(logged.stdout(), new RegExp(key));
     server = await startServerProcess(env);

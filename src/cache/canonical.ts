@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { Lru } from '../util/lru.ts';
 
 export type Role = 'system' | 'user' | 'assistant';
 
@@ -32,8 +33,24 @@ export const sha256Hex: (text: string) => string =
     ? (text) => crypto.hash('sha256', text, 'hex')
     : (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
 
+/** Canonical texts up to this length have their hash remembered (`promptHash`). */
+const REMEMBERED_CHARS = 1024;
+/** The hashes of the canonical texts last seen: at most 4,096 texts of 1,024 characters (a few MB). */
+const remembered = new Lru<string, string>(4096);
+
+/**
+ * `prompt_hash` of a conversation. A conversation asked again (the exact hits a cache is for) is
+ * not hashed again: looking its text up costs less than hashing it.
+ */
 export function promptHash(messages: readonly Message[]): string {
-  return sha256Hex(canonicalMessages(messages));
+  const text = canonicalMessages(messages);
+  if (text.length > REMEMBERED_CHARS) return sha256Hex(text);
+  let hash = remembered.get(text);
+  if (hash === undefined) {
+    hash = sha256Hex(text);
+    remembered.set(text, hash);
+  }
+  return hash;
 }
 
 /**

@@ -585,3 +585,41 @@ describe('POST /api/v1/check', () => {
     assert.equal(same.answer, 'the answer to What does 你好 mean?');
   });
 });
+
+describe('POST /api/v1/check, the text of an exact hit', () => {
+  test('is JSON.stringify of the hit in the spec order, hit after hit and after the answer is stored again', async () => {
+    const t = await startTestApp();
+    try {
+      const key = await t.key();
+      const messages = [user('Quote me exactly.')];
+      for (const answer of ['Say "hi" \\ — 你好 \u2028 \t end </script>', 'A second answer.']) {
+        const stored = await t.post('/api/v1/store', { messages, answer, model: 'gpt-4o', tokens_used: 7 }, key);
+        assert.equal(stored.statusCode, 200);
+        // An answer stored again is counted afresh.
+        let uses = 0;
+        for (let i = 0; i < 3; i++) {
+          const res = await t.post('/api/v1/check', { messages }, key);
+          assert.equal(res.statusCode, 200);
+          assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+          const body = res.json();
+          assert.equal(body.metadata.usage_count, ++uses);
+          const expected = {
+            cache_hit: true,
+            answer,
+            cache_type: 'exact',
+            lookup_time_ms: body.lookup_time_ms,
+            tokens_saved: 7,
+            created_at: body.created_at,
+            similarity_score: null,
+            metadata: { model: 'gpt-4o', original_tokens: 7, usage_count: uses },
+            entry_id: stored.json().entry_id,
+          };
+          assert.equal(res.body, JSON.stringify(expected));
+          assert.equal(res.headers['content-length'], String(Buffer.byteLength(res.body)));
+        }
+      }
+    } finally {
+      await t.close();
+    }
+  });
+});
