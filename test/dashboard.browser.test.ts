@@ -152,12 +152,13 @@ describe('dashboard in a real browser', { skip }, () => {
     return (JSON.parse(created.stdout) as { key: string }).key;
   }
 
-  async function signIn(name: string): Promise<void> {
-    await page.goto(`${server.url}/dashboard`);
-    await page.fill('#login-account', name);
-    await page.fill('#login-password', 'correct horse battery');
-    await page.click('#login-form button[type=submit]');
-    await page.locator('#tab-usage').waitFor();
+  /** Signs `name` in at the dashboard in `tab` (the shared page unless told) and waits for the first tab. */
+  async function signIn(name: string, tab: Page = page): Promise<void> {
+    await tab.goto(`${server.url}/dashboard`);
+    await tab.fill('#login-account', name);
+    await tab.fill('#login-password', 'correct horse battery');
+    await tab.click('#login-form button[type=submit]');
+    await tab.locator('#tab-usage').waitFor();
   }
 
   /** Signs out and waits for the sign-in form. */
@@ -829,14 +830,7 @@ describe('dashboard in a real browser', { skip }, () => {
     const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
     try {
       const [mine, theirs] = [await context.newPage(), await context.newPage()];
-      const signInAs = async (tab: Page, name: string) => {
-        await tab.goto(`${server.url}/dashboard`);
-        await tab.fill('#login-account', name);
-        await tab.fill('#login-password', 'correct horse battery');
-        await tab.click('#login-form button[type=submit]');
-        await tab.locator('#tab-usage').waitFor();
-      };
-      await signInAs(mine, 'tab-owner');
+      await signIn('tab-owner', mine);
       await mine.click('button[data-tab=keys]');
       await mine.fill('#key-name', 'owner key');
       await mine.click('#generate-key');
@@ -845,7 +839,7 @@ describe('dashboard in a real browser', { skip }, () => {
       // The other tab: sign-out, and another account in.
       await theirs.goto(`${server.url}/dashboard`);
       await theirs.click('#logout');
-      await signInAs(theirs, 'tab-taker');
+      await signIn('tab-taker', theirs);
 
       await mine.fill('#key-name', 'not for the taker');
       await mine.click('#generate-key');
@@ -871,14 +865,7 @@ describe('dashboard in a real browser', { skip }, () => {
     const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
     try {
       const [mine, theirs] = [await context.newPage(), await context.newPage()];
-      const signInAs = async (tab: Page, name: string) => {
-        await tab.goto(`${server.url}/dashboard`);
-        await tab.fill('#login-account', name);
-        await tab.fill('#login-password', 'correct horse battery');
-        await tab.click('#login-form button[type=submit]');
-        await tab.locator('#tab-usage').waitFor();
-      };
-      await signInAs(mine, 'shown-owner');
+      await signIn('shown-owner', mine);
       await mine.click('button[data-tab=entries]');
       await mine.locator('#entries-table tr.clickable', { hasText: 'A question of the owner' }).waitFor();
       // Every change to the page from here on is looked at: the taker's entry under the owner's name is noted.
@@ -892,7 +879,7 @@ describe('dashboard in a real browser', { skip }, () => {
       });
       await theirs.goto(`${server.url}/dashboard`);
       await theirs.click('#logout');
-      await signInAs(theirs, 'shown-taker');
+      await signIn('shown-taker', theirs);
 
       // Only reads: to the Usage tab and back to the Entries tab.
       await mine.click('button[data-tab=usage]');
