@@ -592,7 +592,12 @@ describe('POST /api/v1/check, the text of an exact hit', () => {
     try {
       const key = await t.key();
       const messages = [user('Quote me exactly.')];
-      for (const answer of ['Say "hi" \\ — 你好 \u2028 \t end </script>', 'A second answer.']) {
+      // The last is longer than the answers whose text is kept: written out as any other body.
+      for (const answer of [
+        'Say "hi" \\ — 你好 \u2028 \t end </script>',
+        'A second answer.',
+        `${'a "long" answer '.repeat(2000)}\u2028 end`,
+      ]) {
         const stored = await t.post('/api/v1/store', { messages, answer, model: 'gpt-4o', tokens_used: 7 }, key);
         assert.equal(stored.statusCode, 200);
         // An answer stored again is counted afresh.

@@ -40,6 +40,9 @@ const USES = '\u0000uses\u0000';
 const LOOKUP_FIELD = `"lookup_time_ms":${JSON.stringify(LOOKUP)}`;
 const USES_FIELD = `"usage_count":${JSON.stringify(USES)}`;
 
+/** The longest answer whose exact hits' text is kept (`ExactBodies`): at most 4,096 × 16 K characters. */
+const ANSWER_CHARS = 16_384;
+
 /** The text of an exact hit's body around its time and count, and the values it was made of. */
 interface HitText {
   head: string;
@@ -57,8 +60,13 @@ interface HitText {
 class ExactBodies {
   private readonly texts = new Lru<number, HitText>(4096);
 
-  /** The body of `hit` (an exact hit), or null for values the text cannot hold as JSON.stringify writes them. */
+  /**
+   * The body of `hit` (an exact hit), or null for values the text cannot hold as JSON.stringify
+   * writes them, and for an answer over ANSWER_CHARS: texts of long answers would hold as much
+   * memory again as the entries they are made of, and writing one out costs little beside it.
+   */
   of(hit: Hit): string | null {
+    if (hit.answer.length > ANSWER_CHARS) return null;
     if (!Number.isFinite(hit.lookupTimeMs) || !Number.isFinite(hit.metadata.usageCount)) return null;
     let text = this.texts.get(hit.entryId);
     if (text === undefined || !sameText(text.of, hit)) {
