@@ -734,18 +734,23 @@ describe('cluster: a deletion interrupted after the account was marked deleted',
   });
 });
 
+/** A module that, loaded with --import before the server's, sets the process's clock `offsetMs` off; its path. */
+function clockSkew(offsetMs: number): string {
+  const file = path.join(tempDir(), 'skew.mjs');
+  writeFileSync(
+    file,
+    `const Real = Date; const off = ${offsetMs};
+     globalThis.Date = class extends Real { constructor(...a) { if (a.length === 0) super(Real.now() + off); else super(...a); } static now() { return Real.now() + off; } };`,
+  );
+  return file;
+}
+
 describe('cluster: a node whose clock is off', { skip }, () => {
   const schema = nodeSchema();
 
   test("an entry's lifetime ends at the same moment on every node, whatever a node's clock says", { timeout: 60_000 }, async () => {
     // Node A's clock is two hours behind (its Date, from a module loaded before the server's).
-    const dir = tempDir();
-    const skew = path.join(dir, 'skew.mjs');
-    writeFileSync(
-      skew,
-      `const Real = Date; const off = -2 * 3600_000;
-       globalThis.Date = class extends Real { constructor(...a) { if (a.length === 0) super(Real.now() + off); else super(...a); } static now() { return Real.now() + off; } };`,
-    );
+    const skew = clockSkew(-2 * 3600_000);
     const a = await startServerProcess({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir(), NODE_OPTIONS: `--import ${skew}` });
     const b = await startTestApp({ config: loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() }) });
     try {
@@ -780,13 +785,7 @@ describe('cluster: a node whose clock is ahead, with semantic search', { skip },
   const schema = nodeSchema();
 
   test("another node's entry of an hour is a semantic hit on it, however far ahead its clock is", { timeout: 120_000 }, async () => {
-    const dir = tempDir();
-    const skew = path.join(dir, 'skew.mjs');
-    writeFileSync(
-      skew,
-      `const Real = Date; const off = 2 * 3600_000;
-       globalThis.Date = class extends Real { constructor(...a) { if (a.length === 0) super(Real.now() + off); else super(...a); } static now() { return Real.now() + off; } };`,
-    );
+    const skew = clockSkew(2 * 3600_000);
     const b = await startTestApp({
       config: loadConfig({ ...nodeEnv(schema), REPRISE_DATA_DIR: tempDir() }),
       embedder: await sharedEmbedder(),
