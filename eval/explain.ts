@@ -110,6 +110,7 @@ export function ruleOf(query: string, candidate: string, why: string): string {
   if (why.startsWith('unreadable letters')) return 'unreadableLetters';
   if (why.startsWith('no words')) return 'wordless';
   if (why.startsWith('instruction:')) return 'otherInstruction';
+  if (why.startsWith('code ')) return 'otherCodeNames';
   return 'other (quoted, format, question word, carried)';
 }
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Lru } from '../util/lru.ts';
 import { acronymsIn, expandAcronyms, namesWords, otherAcronyms } from './acronyms.ts';
+import { otherCodeNames } from './code-names.ts';
 import { differentRequest, otherInstruction, otherNames, synonyms } from './contrast.ts';
 import { analyse, aroundShared, AUXILIARIES, FEATURE_NAMES, opensQuestion, pairFeatures, type TextInfo } from './features.ts';
 import type { HitScorer, Side } from './scorer.ts';
@@ -464,7 +465,12 @@ export class CalibratedScorer implements HitScorer {
       const wrappedA = unwrap(query.text);
       const wrappedB = unwrap(candidate.text);
       const [a, b] = this.pair(query, candidate, wrappedA, wrappedB, false);
-      why = otherUnreadable(query.text, candidate.text) ?? otherWordless(a, b) ?? otherAcronyms(a, b) ?? differentRequest(a, b);
+      why =
+        otherUnreadable(query.text, candidate.text) ??
+        otherWordless(a, b) ??
+        otherAcronyms(a, b) ??
+        otherCodeNames(query.text, candidate.text) ??
+        differentRequest(a, b);
       // A request against a question (read kindly by the first stage) that names another person or
       // place: "List the countries that border France" / "Which countries border Spain?".
       if (why === null && requestAndQuestion(wrappedA, a, wrappedB, b)) why = otherNames(a, b, true);

@@ -42,6 +42,8 @@ export const DEFAULT_THRESHOLD = 0.85;
 const CANDIDATES = 8;
 /** How far the search widens when the nearest candidates are all unusable. */
 const MAX_CANDIDATES = 512;
+/** How far the search widens for the runner-up when the nearest others are all other requests. */
+const RUNNER_UP_CANDIDATES = 64;
 /** An entry the index holds and the store no longer does (deleted meanwhile). */
 const MISSING = {} as Entry;
 
@@ -592,7 +594,9 @@ export class CacheService {
     // them as a first search returns were passed over.
     let hidden = false;
     const seen = new Set<number>();
-    for (let k = CANDIDATES; ;) {
+    // How many entries the last search asked for.
+    let searched = CANDIDATES;
+    for (let k = CANDIDATES; ; searched = k) {
       const rest = neighbours.filter((n) => !seen.has(n.id));
       for (let i = 0; i < rest.length; i++) {
         const n = rest[i] as Neighbour;
@@ -616,13 +620,24 @@ export class CacheService {
     // A candidate far nearer than any other question is more likely the same question; one among
     // several equally near, less. The runner-up is the nearest other entry that is not another
     // request by the scorer's checks, before or after the one served.
+    // When every other entry of the search is another request (methods of one class, the same
+    // template with other numbers), the search widens once for it: taken for none at all, the first
+    // stage would decide alone, as if the account held no other question.
     let runnerUp: number | undefined;
-    for (let i = 0; i < neighbours.length && runnerUp === undefined; i++) {
-      const n = neighbours[i] as Neighbour;
-      if (!mayRival(n, entry.id, cosine)) continue;
-      if (!entries.has(n.id)) await read(neighbours.slice(i, i + CANDIDATES));
-      const e = entries.get(n.id) as Entry;
-      if (e === MISSING || !differs(e)) runnerUp = n.cosine;
+    const looked = new Set<number>();
+    for (let wide = false; runnerUp === undefined; wide = true) {
+      for (let i = 0; i < neighbours.length && runnerUp === undefined; i++) {
+        const n = neighbours[i] as Neighbour;
+        if (looked.has(n.id)) continue;
+        looked.add(n.id);
+        if (!mayRival(n, entry.id, cosine)) continue;
+        if (!entries.has(n.id)) await read(neighbours.slice(i, i + CANDIDATES));
+        const e = entries.get(n.id) as Entry;
+        if (e === MISSING || !differs(e)) runnerUp = n.cosine;
+      }
+      if (runnerUp !== undefined || wide || neighbours.length < searched || searched >= RUNNER_UP_CANDIDATES) break;
+      searched = RUNNER_UP_CANDIDATES;
+      neighbours = this.deps.index.search(partition, vector, searched);
     }
     const candidate = { text: entry.queryText, vector: entry.vector, scope: entry.accountId };
     const score =

@@ -500,6 +500,26 @@ describe('POST /api/v1/check', () => {
     assert.equal(beside.similarity_score, alone.similarity_score);
   });
 
+  test('the runner-up is found behind more other requests than a first search returns: the score is as with it alone', async () => {
+    const query = 'How do I use the `set_column` method of a pyarrow Table?';
+    const served = 'How to use the set_column method of a pyarrow Table?';
+    const rival = 'How do I work with a pyarrow Table in Python?';
+    const others = ['add_column', 'append_column', 'remove_column', 'rename_columns', 'select', 'drop_columns', 'cast', 'filter', 'slice'];
+    const score = async (stored: string[]) => {
+      const namespace = `runner-up-${Math.random()}`;
+      for (const text of stored) await t.post('/api/v1/store', { messages: [user(text)], answer: text, model: 'm', namespace }, key);
+      const res = (await t.post('/api/v1/check', { messages: [user(query)], namespace, similarity_threshold: 0 }, key)).json();
+      assert.equal(res.answer, served, JSON.stringify(res));
+      return res.similarity_score as number;
+    };
+    const withRival = await score([served, rival]);
+    // Each of the others names another method: another request, nearer than the rival and no rival.
+    const behind = await score([served, rival, ...others.map((m) => `How do I use the \`${m}\` method of a pyarrow Table?`)]);
+    assert.equal(behind, withRival);
+    // Alone, the first stage decides: the rival counts.
+    assert.notEqual(await score([served]), withRival);
+  });
+
   test('a conversation whose earlier turn asks another thing is passed over for one that asks the same', async () => {
     const later = (first: string) => [
       user(first),
