@@ -671,6 +671,28 @@ describe('dashboard in a real browser', { skip }, () => {
     await signOut();
   });
 
+  test("tiny savings are shown with their first figures, in the card and in the chart's table, not as $0.0000", async () => {
+    const key = await accountWithPassword('tiny-savings');
+    const messages = [{ role: 'user', content: 'A short answer of a cheap model' }];
+    // 50 tokens of gpt-4o-mini ($0.60 per million): $0.00003 saved by the hit.
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'Short.', model: 'gpt-4o-mini', tokens_used: 50 });
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_type, 'exact');
+    await signIn('tiny-savings');
+    const card = page.locator('.stat', { has: page.locator('.label', { hasText: 'Estimated savings' }) });
+    await card.locator('.value', { hasText: '$' }).waitFor();
+    assert.equal(await card.locator('.value').innerText(), '$0.00003');
+    const table = page.getByRole('table', { name: 'Estimated savings by hour' });
+    await table.waitFor({ state: 'attached' });
+    // The hour of the hit (an hour may have turned since), and every other hour at nothing saved.
+    const cells = await table.evaluate((t) => [...t.querySelectorAll('tbody td')].map((c) => c.textContent));
+    assert.deepEqual(
+      cells.filter((c) => c !== '$0.00'),
+      ['$0.00003'],
+    );
+    await table.getByText('Last 24 hours: $0.00003 saved.').waitFor({ state: 'attached' });
+    await signOut();
+  });
+
   test('a large savings figure stays inside its card', async () => {
     const key = await accountWithPassword('large-savings-figure');
     const messages = [{ role: 'user', content: 'Another very long report' }];
