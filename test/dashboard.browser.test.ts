@@ -237,6 +237,34 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_hit, true);
   });
 
+  test('signed in with the keyboard, the focus goes to the heading of the tab shown, not lost with the form', async () => {
+    await accountWithPassword('keyboard-sign-in');
+    for (const [hash, heading] of [
+      ['', 'Usage'],
+      ['#entries', 'Entries'],
+    ] as const) {
+      // A page loaded afresh, its form empty.
+      await page.goto('about:blank');
+      await page.goto(`${server.url}/dashboard${hash}`);
+      await page.focus('#login-account');
+      await page.keyboard.type('keyboard-sign-in');
+      await page.keyboard.press('Tab');
+      await page.keyboard.type('correct horse battery');
+      await page.keyboard.press('Enter');
+      await page.getByRole('tabpanel', { name: heading }).waitFor();
+      const focused = await page.evaluate(() => ({
+        tag: document.activeElement?.tagName,
+        text: document.activeElement?.textContent,
+        panel: document.activeElement?.closest('[role=tabpanel]')?.id,
+      }));
+      assert.deepEqual(focused, { tag: 'H1', text: heading, panel: `tab-${heading.toLowerCase()}` });
+      // The next Tab goes on from there, into the tab's content.
+      await page.keyboard.press('Tab');
+      assert.equal(await page.evaluate(() => document.activeElement?.closest('[role=tabpanel]')?.id), `tab-${heading.toLowerCase()}`);
+      await signOut();
+    }
+  });
+
   test('with the keyboard alone an entry is opened, read and deleted; focus goes to the entry opened', async () => {
     const key = await accountWithPassword('keyboard-only');
     const messages = [{ role: 'user', content: 'Can I open this without a mouse?' }];

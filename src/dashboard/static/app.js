@@ -461,6 +461,9 @@
     try {
       signedIn(await api('/login', { method: 'POST', body: { account: $('#login-account').value, password: $('#login-password').value } }));
       $('#login-password').value = '';
+      // The form is gone, and the focus with it (to the top of the page): it goes to the heading
+      // of the tab shown, where a screen reader says where it is and the next Tab goes on.
+      $(`#tab-${state.tab} h1`).focus();
     } catch (e) {
       $('#login-error').textContent = e.message;
       $('#login-error').hidden = false;
