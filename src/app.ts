@@ -159,6 +159,21 @@ function publicLimit(reply: FastifyReply, r: LimitResult): void {
 /** Responses to requests that sent `Expect: 100-continue` and have not been sent 100 Continue yet. */
 const awaitingContinue = new WeakSet<ServerResponse>();
 
+/**
+ * Connections whose request was refused before its body had all come (a wrong key, a body over
+ * the limit), until the rest has: Node reads and drops it, and the connection takes the next
+ * request then. A rest that never comes is a request past its time, which Node reports as for any
+ * other (`answerClientError`): it was answered already, and the connection is only closed.
+ */
+const answeredEarly = new WeakSet<Socket>();
+
+function noteAnsweredEarly(request: FastifyRequest): void {
+  const socket = request.raw.socket as Socket | null;
+  if (request.raw.complete || !socket || answeredEarly.has(socket)) return;
+  answeredEarly.add(socket);
+  request.raw.once('end', () => answeredEarly.delete(socket));
+}
+
 /** Readies `reply` to answer `apiError` (status, Retry-After, a log line for a fault) and returns its body. */
 function errorReply(apiError: ApiError, cause: Error, request: FastifyRequest, reply: FastifyReply): ErrorBody {
   if (apiError.code === 'SERVICE_UNAVAILABLE' && isSqliteDamaged(cause)) {
@@ -173,6 +188,7 @@ function errorReply(apiError: ApiError, cause: Error, request: FastifyRequest, r
   // Refused before its 100 Continue: the client may or may not send the body it held back, so
   // nothing more can be framed on the connection.
   if (awaitingContinue.has(reply.raw)) reply.header('Connection', 'close');
+  else noteAnsweredEarly(request);
   if (apiError.code === 'RATE_LIMIT_EXCEEDED' && apiError.retryAfter !== undefined) {
     reply.header('Retry-After', apiError.retryAfter);
   }
@@ -577,6 +593,12 @@ function answerClientError(
   log: FastifyBaseLogger | null,
 ): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  // The request was answered before its body had all come, and the rest never came: one answer
+  // to a request, not a 408 after the 401.
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && answeredEarly.has(socket)) {
+    socket.destroy();
+    return;
+  }
   // As Node does: a response already under way on the connection is not broken into.
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
   if (inFlight?.headersSent) {

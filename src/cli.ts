@@ -8,6 +8,7 @@ import { openStore, sqlitePath, storeExists } from './runtime.ts';
 import type { Account, AccountDeletion, Store } from './store/interface.ts';
 import { isSqliteUnavailable } from './store/sqlite.ts';
 import type { StorageUse } from './store/quota.ts';
+import { watchStopSignals } from './util/stop-signals.ts';
 
 /** A command used wrongly: the message, then the help. */
 export class UsageError extends Error {}
@@ -540,8 +541,10 @@ export async function runCli(argv: string[], out: Out = console.log, err: Out = 
             `serve takes no arguments (${args[0]}); settings come from the environment: HOST, PORT, REPRISE_DATA_DIR, ...`,
           );
         }
+        // From here on SIGTERM and SIGINT stop the server cleanly, even one still loading its modules.
+        const stops = watchStopSignals();
         const { serve } = await import('./server.ts');
-        await serve(loadConfig());
+        await serve(loadConfig(), stops);
         return 0;
       }
       case 'keys':

@@ -120,6 +120,14 @@ export class StoreOpenError extends Error {
   override readonly name = 'StoreOpenError';
 }
 
+/** A stop was asked (`RuntimeOptions.signal`) before the start was over: what it had opened is closed again. */
+export class StartStoppedError extends Error {
+  override readonly name = 'StartStoppedError';
+  constructor() {
+    super('stopped during start-up');
+  }
+}
+
 /**
  * The embedded store's data directory, taken for this server alone (see lockDataDir); null in
  * cluster mode, where nodes share PostgreSQL and may share a directory. The CLI does not take it.
@@ -282,6 +290,12 @@ export interface RuntimeOptions {
   sweepMs?: number;
   /** Removals kept for the embedded store's snapshot, at least (default 100,000; see trimRemovals). */
   removalsKept?: number;
+  /**
+   * Aborted when the server is asked to stop (SIGTERM, SIGINT) while it starts: the start stops at
+   * its next step, closes what it opened (the index load stops, counters are flushed, the data
+   * directory is free again) and rejects with a StartStoppedError.
+   */
+  signal?: AbortSignal;
 }
 
 /** The composition root: picks every adapter from the configuration and wires them. */
@@ -289,6 +303,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // Before anything is opened, so that a model that cannot be read leaves nothing open.
   const withEmbedder = opts.embedder !== undefined ? opts.embedder !== null : config.embedder.kind !== 'none';
   const calibrated = opts.scorer ? null : await loadCalibrated(config, withEmbedder);
+  if (opts.signal?.aborted) throw new StartStoppedError();
   const lock = lockEmbeddedDataDir(config);
   // What is opened from here on is closed again, newest first and the data directory last, when
   // the start fails midway (an embedder or PostgreSQL that does not answer): a caller that tries
@@ -305,9 +320,15 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       throw err;
     }
   };
+  /** Between the steps of the start: a stop asked meanwhile closes what is open and ends it. */
+  const stopIfAsked = () =>
+    step(() => {
+      if (opts.signal?.aborted) throw new StartStoppedError();
+    });
   await step(() => refuseReadOnlyDatabase(config));
   const store: Store = await step(() => openStore(config));
   opened.push(() => store.close());
+  await stopIfAsked();
   // The first error that said the embedded database is damaged: logged once, and said by the
   // health checks until a restart (the damage stays until an operator repairs the file).
   let damage: unknown = null;
@@ -322,8 +343,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   };
   const embedder = opts.embedder !== undefined ? opts.embedder : await step(() => openEmbedder(config));
   if (opts.embedder === undefined && embedder) opened.push(() => embedder.close());
+  await stopIfAsked();
   const limiter = await step(() => openLimiter(config, opts.log));
   opened.push(() => limiter.close());
+  await stopIfAsked();
   const index = new HybridIndex(embedder?.dimensions ?? 512, { crossover: 2000 });
   // In a cluster, requests are counted in the hour PostgreSQL's clock says, as on every node.
   const usage = new UsageRecorder(store, opts.usageFlushMs ?? 1000, store instanceof PostgresStore ? store.now : undefined);
@@ -389,6 +412,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
     } else dropSnapshot(snapshotDir);
   }
   if (nodeToken === null) await step(async () => sync?.mark());
+  await stopIfAsked();
   // On the embedded store the index is saved at shutdown and loaded at start; then what changed
   // in the database after the snapshot was saved is read: the vectors removed since (deleted,
   // expired), and the entries whose vectors were written since. The snapshot stays on disk until
@@ -462,6 +486,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
   // any cluster node at start, serves meanwhile. Other nodes' writes made during the load are
   // applied from the change log before semantic checks search it.
   const background = new AbortController();
+  // A stop asked from here on ends the load of the index; the runtime is then closed whole (below).
+  const stopLoading = () => background.abort();
+  if (opts.signal?.aborted) stopLoading();
+  else opts.signal?.addEventListener('abort', stopLoading, { once: true });
   /**
    * Saves the embedded store's snapshot of the index at `seq` (the last vector write it holds),
    * and records its token in the database once it is whole on disk: a crash between the two
@@ -662,7 +690,7 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       return { ok: error === undefined, checks, error };
     },
   };
-  return {
+  const runtime: Runtime = {
     ctx,
     usage,
     embedder,
@@ -736,4 +764,10 @@ export async function createRuntime(config: Config, opts: RuntimeOptions = {}): 
       lock?.release();
     },
   };
+  opts.signal?.removeEventListener('abort', stopLoading);
+  if (opts.signal?.aborted) {
+    await runtime.close();
+    throw new StartStoppedError();
+  }
+  return runtime;
 }

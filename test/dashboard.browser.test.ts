@@ -237,6 +237,34 @@ describe('dashboard in a real browser', { skip }, () => {
     assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_hit, true);
   });
 
+  test('signed in with the keyboard, the focus goes to the heading of the tab shown, not lost with the form', async () => {
+    await accountWithPassword('keyboard-sign-in');
+    for (const [hash, heading] of [
+      ['', 'Usage'],
+      ['#entries', 'Entries'],
+    ] as const) {
+      // A page loaded afresh, its form empty.
+      await page.goto('about:blank');
+      await page.goto(`${server.url}/dashboard${hash}`);
+      await page.focus('#login-account');
+      await page.keyboard.type('keyboard-sign-in');
+      await page.keyboard.press('Tab');
+      await page.keyboard.type('correct horse battery');
+      await page.keyboard.press('Enter');
+      await page.getByRole('tabpanel', { name: heading }).waitFor();
+      const focused = await page.evaluate(() => ({
+        tag: document.activeElement?.tagName,
+        text: document.activeElement?.textContent,
+        panel: document.activeElement?.closest('[role=tabpanel]')?.id,
+      }));
+      assert.deepEqual(focused, { tag: 'H1', text: heading, panel: `tab-${heading.toLowerCase()}` });
+      // The next Tab goes on from there, into the tab's content.
+      await page.keyboard.press('Tab');
+      assert.equal(await page.evaluate(() => document.activeElement?.closest('[role=tabpanel]')?.id), `tab-${heading.toLowerCase()}`);
+      await signOut();
+    }
+  });
+
   test('with the keyboard alone an entry is opened, read and deleted; focus goes to the entry opened', async () => {
     const key = await accountWithPassword('keyboard-only');
     const messages = [{ role: 'user', content: 'Can I open this without a mouse?' }];
@@ -668,6 +696,28 @@ describe('dashboard in a real browser', { skip }, () => {
     });
     assert.equal(inked.n, 0, 'no label reaches the left edge of the chart');
     await page.locator('#chart-savings').screenshot({ path: path.join(ARTIFACTS, 'dashboard-large-savings.png') });
+    await signOut();
+  });
+
+  test("tiny savings are shown with their first figures, in the card and in the chart's table, not as $0.0000", async () => {
+    const key = await accountWithPassword('tiny-savings');
+    const messages = [{ role: 'user', content: 'A short answer of a cheap model' }];
+    // 50 tokens of gpt-4o-mini ($0.60 per million): $0.00003 saved by the hit.
+    await api(server.url, 'POST', '/api/v1/store', key, { messages, answer: 'Short.', model: 'gpt-4o-mini', tokens_used: 50 });
+    assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages })).json.cache_type, 'exact');
+    await signIn('tiny-savings');
+    const card = page.locator('.stat', { has: page.locator('.label', { hasText: 'Estimated savings' }) });
+    await card.locator('.value', { hasText: '$' }).waitFor();
+    assert.equal(await card.locator('.value').innerText(), '$0.00003');
+    const table = page.getByRole('table', { name: 'Estimated savings by hour' });
+    await table.waitFor({ state: 'attached' });
+    // The hour of the hit (an hour may have turned since), and every other hour at nothing saved.
+    const cells = await table.evaluate((t) => [...t.querySelectorAll('tbody td')].map((c) => c.textContent));
+    assert.deepEqual(
+      cells.filter((c) => c !== '$0.00'),
+      ['$0.00003'],
+    );
+    await table.getByText('Last 24 hours: $0.00003 saved.').waitFor({ state: 'attached' });
     await signOut();
   });
 

@@ -81,6 +81,47 @@ describe('requests the HTTP parser refuses are answered in the error shape', () 
     assertSpecError(res, 408, 'REQUEST_TIMEOUT');
   });
 
+  test('a wrong key sent before the whole body is answered 401 once: no 408 follows for the body that does not come, and a body sent whole after it leaves the connection usable', async () => {
+    const opened = () => {
+      const socket = connect(port, '127.0.0.1');
+      let received = '';
+      socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+      socket.on('error', () => undefined);
+      // A server that never closes fails the test instead of holding it.
+      let timedOut = false;
+      socket.setTimeout(10_000, () => {
+        timedOut = true;
+        socket.destroy();
+      });
+      return { socket, received: () => received, timedOut: () => timedOut };
+    };
+    const head = `POST /api/v1/check HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer rp_live_wrong\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`;
+    // Each answer's status line, also one written straight after the body of another.
+    const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+
+    // The rest of the body never comes: the 401, then the connection closed once the request's
+    // time is up (1 s here), without a second answer.
+    const stalled = opened();
+    stalled.socket.write(`${head}{"messa`);
+    await once(stalled.socket, 'close');
+    assert.equal(stalled.timedOut(), false, 'the server closed the connection');
+    assert.deepEqual(statuses(stalled.received()), [401], stalled.received());
+    assert.equal(JSON.parse(stalled.received().split('\r\n\r\n')[1] as string).error.code, 'INVALID_API_KEY');
+
+    // The rest comes after the 401: the connection takes the next request.
+    const finished = opened();
+    finished.socket.write(`${head}{"messa`);
+    await new Promise<void>((resolve) => {
+      const look = () => (finished.received().includes('INVALID_API_KEY') ? resolve() : finished.socket.once('data', look));
+      look();
+    });
+    finished.socket.write(
+      `${'x'.repeat(93)}GET /api/v1/usage HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`,
+    );
+    await once(finished.socket, 'close');
+    assert.deepEqual(statuses(finished.received()), [401, 200], finished.received());
+  });
+
   test('a chunked body that is not UTF-8 is 400 INVALID_INPUT, and nothing is stored', async () => {
     const body = Buffer.concat([
       Buffer.from('{"messages":[{"role":"user","content":"chunked caf'),

@@ -142,6 +142,8 @@ export interface CliProcess {
   child: ChildProcess;
   /** Resolves with what it printed to stderr so far once that matches `pattern`. */
   stderrMatching(pattern: RegExp): Promise<string>;
+  /** Resolves with what it printed to stdout so far once that matches `pattern`. */
+  stdoutMatching(pattern: RegExp): Promise<string>;
   /** Resolves when it has exited. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
 }
@@ -149,34 +151,36 @@ export interface CliProcess {
 /** Starts the CLI without waiting for it, to watch what it prints while it runs. */
 export function startCli(args: string[], env: Record<string, string>): CliProcess {
   const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const waiting: { pattern: RegExp; resolve: (s: string) => void }[] = [];
-  child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-    stderr += d;
+  const printed = { stdout: '', stderr: '' };
+  const waiting: { stream: 'stdout' | 'stderr'; pattern: RegExp; resolve: (s: string) => void }[] = [];
+  const take = (stream: 'stdout' | 'stderr') => (d: string) => {
+    printed[stream] += d;
     for (const w of waiting.splice(0)) {
-      if (w.pattern.test(stderr)) w.resolve(stderr);
+      if (w.stream === stream && w.pattern.test(printed[stream])) w.resolve(printed[stream]);
       else waiting.push(w);
     }
-  });
+  };
+  child.stdout?.setEncoding('utf8').on('data', take('stdout'));
+  child.stderr?.setEncoding('utf8').on('data', take('stderr'));
   const exited = once(child, 'exit').then(([code, signal]) => ({
     code: code as number | null,
     signal: signal as NodeJS.Signals | null,
-    stdout,
-    stderr,
+    stdout: printed.stdout,
+    stderr: printed.stderr,
   }));
+  const matching = (stream: 'stdout' | 'stderr', pattern: RegExp) =>
+    pattern.test(printed[stream])
+      ? Promise.resolve(printed[stream])
+      : Promise.race([
+          new Promise<string>((resolve) => waiting.push({ stream, pattern, resolve })),
+          exited.then((r) =>
+            Promise.reject(new Error(`the CLI exited (${r.code ?? r.signal}) before printing ${pattern}:\n${r.stdout}\n${r.stderr}`)),
+          ),
+        ]);
   return {
     child,
-    stderrMatching: (pattern) =>
-      pattern.test(stderr)
-        ? Promise.resolve(stderr)
-        : Promise.race([
-            new Promise<string>((resolve) => waiting.push({ pattern, resolve })),
-            exited.then((r) =>
-              Promise.reject(new Error(`the CLI exited (${r.code ?? r.signal}) before printing ${pattern}:\n${r.stderr}`)),
-            ),
-          ]),
+    stderrMatching: (pattern) => matching('stderr', pattern),
+    stdoutMatching: (pattern) => matching('stdout', pattern),
     exited,
   };
 }

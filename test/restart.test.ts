@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { copyFileSync, cpSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -89,6 +90,40 @@ describe('data survives a restart', () => {
     const app = await startTestApp({ config: own });
     try {
       const key = await app.key('retried');
+      assert.equal(
+        (await app.post('/api/v1/store', { messages: [user('Is the directory free?')], answer: 'Yes.' }, key)).json().stored,
+        true,
+      );
+    } finally {
+      await app.close();
+    }
+  });
+
+  test('a start stopped midway (its signal aborted) closes what it opened: the same process can start a server on the directory', async () => {
+    // An embedding server whose probe, once the store is open, is answered after the stop is asked.
+    const stop = new AbortController();
+    const embeddings = createHttpServer((req, res) => {
+      req.resume().on('end', () => {
+        stop.abort('SIGTERM');
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ data: [{ index: 0, embedding: [1, 0, 0, 0] }] }));
+      });
+    });
+    embeddings.listen(0, '127.0.0.1');
+    await once(embeddings, 'listening');
+    const { port } = embeddings.address() as AddressInfo;
+    const own = testConfig({ REPRISE_EMBEDDER: 'http', REPRISE_EMBED_URL: `http://127.0.0.1:${port}/v1` });
+    try {
+      await assert.rejects(createRuntime(own, { signal: stop.signal }), (err: Error) => {
+        assert.equal(err.name, 'StartStoppedError');
+        return true;
+      });
+    } finally {
+      embeddings.close();
+    }
+    const app = await startTestApp({ config: { ...own, embedder: { kind: 'none' } } });
+    try {
+      const key = await app.key('after-stop');
       assert.equal(
         (await app.post('/api/v1/store', { messages: [user('Is the directory free?')], answer: 'Yes.' }, key)).json().stored,
         true,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent, createServer as createHttpServer, request } from 'node:http';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import path from 'node:path';
@@ -9,7 +9,7 @@ import { after, describe, test } from 'node:test';
 import { lockFile } from '../src/store/data-dir-lock.ts';
 import { tempDir } from './helpers.ts';
 import { eventually } from './services.ts';
-import { api, childEnv, ROOT, runCli, startServerProcess, type ServerProcess } from './process.ts';
+import { api, childEnv, ROOT, runCli, startCli, startServerProcess, type ServerProcess } from './process.ts';
 
 const user = (content: string) => ({ role: 'user', content });
 
@@ -529,4 +529,104 @@ describe('a server stopping while clients keep their connections open', () => {
       await again.stop('SIGKILL');
     }
   });
+});
+
+describe('a stop signal while the server starts', () => {
+  /**
+   * An OpenAI-compatible embedding server whose answers are held while `held` is set: the start's
+   * probe of it waits there, with the data directory taken and the store open.
+   */
+  const embeddings = (() => {
+    let held: ((answer: () => void) => void) | null = null;
+    const server = createHttpServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8').on('data', (d: string) => (body += d));
+      req.on('end', () => {
+        const input = (JSON.parse(body) as { input: string[] }).input;
+        const answer = () => {
+          res.setHeader('content-type', 'application/json');
+          // Eight dimensions from the text's letters: the same text, the same vector.
+          const vector = (t: string) => Array.from({ length: 8 }, (_, i) => 1 + [...t].filter((_, j) => j % 8 === i).length);
+          res.end(JSON.stringify({ data: input.map((t, index) => ({ index, embedding: vector(t) })) }));
+        };
+        if (held) held(answer);
+        else answer();
+      });
+    });
+    return {
+      server,
+      /** Resolves with the request held next, and a function that answers it. */
+      holdNext: () =>
+        new Promise<() => void>((resolve) => {
+          held = (answer) => {
+            held = null;
+            resolve(answer);
+          };
+        }),
+    };
+  })();
+  const dir = tempDir('reprise-stop-at-start-');
+  let env: Record<string, string> = {};
+  after(async () => {
+    embeddings.server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    test(`${signal} during start-up ends the start with status 0 and a log line; the data directory is free, and what was acknowledged is there`, async () => {
+      if (!embeddings.server.listening) {
+        embeddings.server.listen(0, '127.0.0.1');
+        await once(embeddings.server, 'listening');
+        const { port } = embeddings.server.address() as AddressInfo;
+        env = {
+          REPRISE_DATA_DIR: dir,
+          REPRISE_EMBEDDER: 'http',
+          REPRISE_EMBED_URL: `http://127.0.0.1:${port}/v1`,
+        };
+      }
+      const created = await runCli(['keys', 'create', '--account', `stop-${signal}`, '--json'], env);
+      assert.equal(created.code, 0, created.stderr);
+      const key = (JSON.parse(created.stdout) as { key: string }).key;
+      let server = await startServerProcess(env);
+      const question = [user(`Which signal stops a server that starts? (${signal})`)];
+      const stored = await api(server.url, 'POST', '/api/v1/store', key, { messages: question, answer: signal });
+      assert.equal(stored.json.stored, true);
+      assert.equal((await api(server.url, 'POST', '/api/v1/check', key, { messages: question })).json.cache_type, 'exact');
+      assert.equal(await server.stop('SIGTERM'), 0);
+
+      // The next start waits on its probe of the embedding server: the data directory is taken
+      // and the store is open. The signal comes then; the probe is answered once it is taken.
+      const probe = embeddings.holdNext();
+      const starting = startCli(['serve'], { ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' });
+      const answer = await probe;
+      starting.child.kill(signal);
+      await starting.stdoutMatching(/a stop signal came while the server starts/);
+      answer();
+      const ended = await starting.exited;
+      assert.equal(ended.signal, null, ended.stdout + ended.stderr);
+      assert.equal(ended.code, 0, ended.stdout + ended.stderr);
+      const lines = ended.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg: string; signal?: string });
+      const stopped = lines.find((l) => /^Reprise stopped during start-up/.test(l.msg));
+      assert.ok(stopped, ended.stdout);
+      assert.equal(stopped.signal, signal);
+      assert.ok(!lines.some((l) => /Reprise is listening/.test(l.msg)), ended.stdout);
+      // The directory is free, and the entry and its counters are all there.
+      const free = lockFile(path.join(dir, 'server.lock'));
+      assert.ok(free, 'the data directory is free');
+      free.release();
+      server = await startServerProcess(env);
+      try {
+        const hit = await api(server.url, 'POST', '/api/v1/check', key, { messages: question });
+        assert.equal(hit.json.answer, signal);
+        const usage = await api(server.url, 'GET', '/api/v1/usage', key);
+        assert.equal(usage.json.total_requests, 2);
+        assert.equal(usage.json.exact_hits, 2);
+      } finally {
+        assert.equal(await server.stop('SIGTERM'), 0);
+      }
+    });
+  }
 });

@@ -43,4 +43,18 @@ describe('pricing', () => {
     assert.equal(formatUsd(pricing.cost('openai/gpt-4o', 250_000)), '$2.50');
     assert.equal(formatUsd(pricing.cost('gpt-4o-mini', 1000)), '$0.0006');
   });
+
+  test('tiny savings are shown with their first figures, never as nothing saved; nothing saved stays $0.00', () => {
+    assert.equal(formatUsd(0), '$0.00');
+    // 50 tokens of gpt-4o-mini: $0.00003, which four decimals made "$0.0000".
+    assert.equal(formatUsd(pricing.cost('gpt-4o-mini', 50)), '$0.00003');
+    assert.equal(formatUsd(0.0000456), '$0.000046');
+    assert.equal(formatUsd(0.00012345), '$0.00012');
+    assert.equal(formatUsd(0.0012345), '$0.0012');
+    assert.equal(formatUsd(0.000001), '$0.000001');
+    // Below a millionth of a dollar (one token of a cheap model), a bound.
+    assert.equal(formatUsd(pricing.cost('gpt-4o-mini', 1)), '< $0.000001');
+    assert.equal(formatUsd(0.01), '$0.01');
+    assert.equal(formatUsd(1234.5), '$1,234.50');
+  });
 });

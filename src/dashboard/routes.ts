@@ -6,7 +6,7 @@ import { setRateHeaders } from '../api/auth.ts';
 import type { AppContext } from '../api/context.ts';
 import { ApiError, invalid } from '../api/errors.ts';
 import { storable } from '../api/schemas.ts';
-import { entryDetail, entryListQuerySchema, listEntries, parseEntryId, type EntryListQuery } from '../api/routes/entries.ts';
+import { entryDetail, entryListQuerySchema, listEntryPreviews, parseEntryId, type EntryListQuery } from '../api/routes/entries.ts';
 import { usageBody, usageQuerySchema, type UsageQuery } from '../api/routes/usage.ts';
 import { createKey } from '../keys/keys.ts';
 import type { LimitResult } from '../limits/interface.ts';
@@ -49,13 +49,6 @@ function loadAssets(): Map<string, Asset> {
     ['/dashboard/uplot.js', { type: 'text/javascript; charset=utf-8', body: uplot('uPlot.iife.min.js') }],
     ['/dashboard/uplot.css', { type: 'text/css; charset=utf-8', body: uplot('uPlot.min.css') }],
   ]);
-}
-
-/** The first PREVIEW_CHARS UTF-16 code units of a text, without half a character at the end. */
-function preview(text: string): string {
-  if (text.length <= PREVIEW_CHARS) return text;
-  const last = text.charCodeAt(PREVIEW_CHARS - 1);
-  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? PREVIEW_CHARS - 1 : PREVIEW_CHARS);
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -271,19 +264,10 @@ export function dashboardRoutes(app: FastifyInstance, ctx: AppContext): void {
     '/dashboard/api/entries',
     { config: { route: 'entries' }, schema: { hide: true, querystring: entryListQuerySchema } },
     async (request, reply) => {
-      const list = await listEntries(ctx, (await signedIn(request, reply)).id, request.query);
-      // The list carries the start of each text and its length, not a whole answer of up to
-      // 100,000 characters per entry; an entry opened is read whole from /entries/:id.
-      return {
-        ...list,
-        data: list.data.map(({ question, answer, ...e }) => ({
-          ...e,
-          question_preview: preview(question),
-          question_length: question.length,
-          answer_preview: preview(answer),
-          answer_length: answer.length,
-        })),
-      };
+      // The list carries the start of each text and its length (in UTF-16 code units), not a
+      // whole answer of up to 100,000 characters per entry, and the store reads no more than
+      // that; an entry opened is read whole from /entries/:id.
+      return listEntryPreviews(ctx, (await signedIn(request, reply)).id, request.query, PREVIEW_CHARS);
     },
   );
 

@@ -208,6 +208,47 @@ export function storeConformance(
       );
     });
 
+    test('listEntryPreviews: the start of each question and answer and their lengths in UTF-16 code units, as JavaScript counts them; never the whole texts', async () => {
+      const a = await store.createAccount('conf-previews', 'free');
+      // Characters of one, two, three and four bytes in UTF-8; the last one is two UTF-16 units.
+      const long = `${'é€'.repeat(60)}${'\u{1F600}'.repeat(50)}${'x'.repeat(5000)}`;
+      const texts = [
+        { queryText: long, answer: `${'a'.repeat(199)}\u{1F600}${'b'.repeat(100)}` },
+        { queryText: 'Short one', answer: 'Short.' },
+        { queryText: '\u{1F600}'.repeat(150), answer: '' },
+        { queryText: `${'y'.repeat(200)}`, answer: `${'\u{10FFFF}\u{40000}\u{1F600}'.repeat(3)}z` },
+        // Not ASCII, and nothing beyond U+FFFF.
+        { queryText: 'Café — naïve, 東京. '.repeat(20), answer: 'ü' },
+      ];
+      for (const [i, t] of texts.entries())
+        await store.putEntry(entry(a.id, { exactHash: `pv${i}`, namespace: i === 1 ? 'docs' : null, ...t }));
+      const cut = (s: string) => {
+        if (s.length <= 20) return s;
+        const last = s.charCodeAt(19);
+        return s.slice(0, last >= 0xd800 && last <= 0xdbff ? 19 : 20);
+      };
+      const listed = await store.listEntryPreviews(a.id, { page: 1, perPage: 10 }, 20);
+      assert.equal(listed.total, 5);
+      const whole = (await store.listEntries(a.id, { page: 1, perPage: 10 })).entries;
+      assert.deepEqual(
+        listed.entries.map((e) => [e.publicId, e.queryPreview, e.queryLength, e.answerPreview, e.answerLength, e.hasVector]),
+        whole.map((e) => [e.publicId, cut(e.queryText), e.queryText.length, cut(e.answer), e.answer.length, e.vector !== null]),
+      );
+      for (const e of listed.entries) {
+        for (const field of ['messages', 'queryText', 'answer', 'vector', 'prefixVector', 'prefixText'])
+          assert.ok(!(field in e), `a preview has no ${field}`);
+      }
+      // The same listing otherwise: searched, in a namespace, ordered, in pages.
+      const found = await store.listEntryPreviews(a.id, { page: 1, perPage: 10, q: 'short' }, 20);
+      assert.deepEqual(
+        found.entries.map((e) => e.queryPreview),
+        ['Short one'],
+      );
+      assert.equal((await store.listEntryPreviews(a.id, { page: 1, perPage: 10, namespace: 'docs' }, 20)).total, 1);
+      const second = await store.listEntryPreviews(a.id, { page: 2, perPage: 3, order: 'hits' }, 20);
+      assert.deepEqual([second.total, second.entries.map((e) => e.id)], [5, [whole[3]?.id, whole[4]?.id]]);
+    });
+
     test('a search ignores case in any script, not only in ASCII', async () => {
       const a = await store.createAccount('conf-search-case', 'free');
       await store.putEntry(entry(a.id, { exactHash: 'fr', queryText: 'Café au lait', answer: 'Milchkaffee' }));

@@ -99,3 +99,14 @@ export const ORDER_SQL: Record<EntryOrder, string> = {
   hits: 'usage_count DESC, id DESC',
   slowest: 'CASE WHEN usage_count > 0 THEN lookup_ms_total / usage_count ELSE -1 END DESC, id DESC',
 };
+
+/** The first `chars` UTF-16 code units of a text, without half a character at the end. */
+export function cutText(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  const last = text.charCodeAt(chars - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? chars - 1 : chars);
+}
+
+/** The columns of an entry that a preview keeps as they are (see EntryPreview). */
+export const PREVIEW_COLUMNS =
+  'id, public_id, account_id, exact_hash, context_hash, prefix_hash, namespace, model, tokens, embedder_id, created_at, expires_at, last_hit_at, usage_count, lookup_ms_total';

@@ -124,6 +124,26 @@ export interface EntryPage {
   total: number;
 }
 
+/**
+ * An entry as a list shows it: the start of its question and answer and their lengths, read so
+ * in the database, without its conversation, texts or vectors.
+ */
+export interface EntryPreview extends Omit<Entry, 'messages' | 'vector' | 'prefixVector' | 'queryText' | 'prefixText' | 'answer'> {
+  /** The question's first `chars` UTF-16 code units, without half a character at the end. */
+  queryPreview: string;
+  /** The question's length in UTF-16 code units (JavaScript's `length`). */
+  queryLength: number;
+  answerPreview: string;
+  answerLength: number;
+  /** Whether it has a vector (it is found by semantic checks too). */
+  hasVector: boolean;
+}
+
+export interface EntryPreviewPage {
+  entries: EntryPreview[];
+  total: number;
+}
+
 export interface UsageDelta {
   requests: number;
   exactHits: number;
@@ -274,6 +294,12 @@ export interface Store {
   getEntry(accountId: string, publicId: number): Promise<Entry | null>;
   getEntries(ids: readonly number[]): Promise<Entry[]>;
   listEntries(accountId: string, opts: EntryListOptions): Promise<EntryPage>;
+  /**
+   * The same page as `listEntries`, each entry with the first `chars` UTF-16 code units of its
+   * question and answer and their lengths, cut and counted in the database: a list of entries
+   * whose answers run to 100,000 characters does not read them whole.
+   */
+  listEntryPreviews(accountId: string, opts: EntryListOptions, chars: number): Promise<EntryPreviewPage>;
   /**
    * Deletes a live entry of the account by its public id; says which row it was, or null. An
    * expired entry is none (as for `getEntry`): it is left to `deleteExpired`.

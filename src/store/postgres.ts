@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { AUTH_CHANNEL, KeyCache } from './pg-key-cache.ts';
 import type { Message } from '../cache/canonical.ts';
-import { bufferToVector, entryValues, newId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
+import { bufferToVector, cutText, entryValues, newId, ORDER_SQL, PREVIEW_COLUMNS, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
 import { limited, storageRefusal, type StorageLimits, type StorageUse } from './quota.ts';
 import {
   AccountGoneError,
@@ -13,6 +13,8 @@ import {
   type EntryHead,
   type EntryListOptions,
   type EntryPage,
+  type EntryPreview,
+  type EntryPreviewPage,
   type HitDelta,
   type NewEntry,
   type PurgeProgress,
@@ -325,6 +327,45 @@ const toEntry = (r: Row): Entry => ({
   usageCount: num(r.usage_count),
   lookupMsTotal: num(r.lookup_ms_total ?? 0),
 });
+
+const toPreview = (r: Row, chars: number): EntryPreview => ({
+  id: num(r.id),
+  publicId: num(r.public_id),
+  accountId: String(r.account_id),
+  exactHash: String(r.exact_hash),
+  contextHash: String(r.context_hash),
+  namespace: strOrNull(r.namespace),
+  prefixHash: String(r.prefix_hash),
+  model: String(r.model),
+  tokens: num(r.tokens),
+  embedderId: strOrNull(r.embedder_id),
+  createdAt: String(r.created_at),
+  expiresAt: strOrNull(r.expires_at),
+  lastHitAt: strOrNull(r.last_hit_at),
+  usageCount: num(r.usage_count),
+  lookupMsTotal: num(r.lookup_ms_total ?? 0),
+  hasVector: r.has_vector === true,
+  queryPreview: cutText(String(r.query_preview), chars),
+  queryLength: num(r.query_length),
+  answerPreview: cutText(String(r.answer_preview), chars),
+  answerLength: num(r.answer_length),
+});
+
+/**
+ * The length of a text column of the page's rows in UTF-16 code units, as JavaScript counts it,
+ * in SQL (with `utf16Lengths`, named `as`): its characters, plus one for each beyond U+FFFF (two
+ * code units each), looked for only in a text not of ASCII alone (more bytes than characters),
+ * and counted only in one that has their first bytes in UTF-8 (F0 to F4, which no other
+ * character's UTF-8 holds). The text is read once for all that, not for each function.
+ */
+const utf16Length = (column: string, as: string): string =>
+  `(${as}.chars + CASE WHEN octet_length(${as}.bytes) = ${as}.chars THEN 0
+     WHEN ${['f0', 'f1', 'f2', 'f3', 'f4'].map((b) => `position('\\x${b}'::bytea IN ${as}.bytes) > 0`).join(' OR ')}
+     THEN char_length(regexp_replace(${column}, '[^\\U00010000-\\U0010FFFF]+', '', 'g')) ELSE 0 END)`;
+
+/** The characters and the UTF-8 of a text column, read once per row (see `utf16Length`). */
+const utf16Lengths = (column: string, as: string): string =>
+  `CROSS JOIN LATERAL (SELECT char_length(${column}) AS chars, convert_to(${column}, 'UTF8') AS bytes OFFSET 0) AS ${as}`;
 
 const toUsage = (r: Row): UsageBucket => ({
   bucket: String(r.bucket),
@@ -889,6 +930,28 @@ export class PostgresStore implements Store {
   }
 
   async listEntries(accountId: string, opts: EntryListOptions): Promise<EntryPage> {
+    const { rows, total } = await this.listRows(accountId, opts, '*');
+    return { entries: rows.map(toEntry), total };
+  }
+
+  async listEntryPreviews(accountId: string, opts: EntryListOptions, chars: number): Promise<EntryPreviewPage> {
+    // `left` counts characters: `chars` of them are `chars` UTF-16 code units at least, cut to
+    // that in JavaScript.
+    const n = Math.max(0, Math.floor(chars));
+    const columns = `${PREVIEW_COLUMNS}, vector IS NOT NULL AS has_vector,
+      left(query_text, ${n}) AS query_preview, ${utf16Length('query_text', 'q')} AS query_length,
+      left(answer, ${n}) AS answer_preview, ${utf16Length('answer', 'a')} AS answer_length`;
+    const { rows, total } = await this.listRows(
+      accountId,
+      opts,
+      columns,
+      `${utf16Lengths('query_text', 'q')} ${utf16Lengths('answer', 'a')}`,
+    );
+    return { entries: rows.map((r) => toPreview(r, n)), total };
+  }
+
+  /** A page of an account's live entries, of the columns named (see `listEntries`). */
+  private async listRows(accountId: string, opts: EntryListOptions, columns: string, joins = ''): Promise<{ rows: Row[]; total: number }> {
     // Expired entries are gone for the account already, before the sweep deletes them.
     const args: unknown[] = [accountId, this.isoNow()];
     let where = 'account_id = $1 AND (expires_at IS NULL OR expires_at > $2)';
@@ -904,11 +967,16 @@ export class PostgresStore implements Store {
     }
     const order = ORDER_SQL[opts.order ?? 'recent'];
     const total = num((await this.q(`SELECT COUNT(*) AS n FROM entries WHERE ${where}`, args))[0]?.n);
+    const page = `WHERE ${where} ORDER BY ${order} LIMIT $${args.length + 1} OFFSET $${args.length + 2}`;
+    // Other columns than the row's own are computed for the page's rows alone, once they are
+    // chosen, not for every row sorted.
     const rows = await this.q(
-      `SELECT * FROM entries WHERE ${where} ORDER BY ${order} LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,
+      columns === '*'
+        ? `SELECT * FROM entries ${page}`
+        : `SELECT ${columns} FROM (SELECT id FROM entries ${page}) AS page JOIN entries USING (id) ${joins} ORDER BY ${order}`,
       [...args, opts.perPage, (opts.page - 1) * opts.perPage],
     );
-    return { entries: rows.map(toEntry), total };
+    return { rows, total };
   }
 
   async deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null> {

@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import type { Message } from '../cache/canonical.ts';
 import { Lru } from '../util/lru.ts';
 import { lockFile } from './data-dir-lock.ts';
-import { bufferToVector, entryValues, newId, ORDER_SQL, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
+import { bufferToVector, cutText, entryValues, newId, ORDER_SQL, PREVIEW_COLUMNS, RESTORED_ENTRY_SQL, vectorToBuffer } from './ids.ts';
 import { limited, StorageQuotaError, storageRefusal, storedBytes, type StorageLimits, type StorageUse } from './quota.ts';
 import {
   AccountGoneError,
@@ -18,6 +18,8 @@ import {
   type EntryHead,
   type EntryListOptions,
   type EntryPage,
+  type EntryPreview,
+  type EntryPreviewPage,
   type HitDelta,
   type NewEntry,
   type PurgeProgress,
@@ -39,6 +41,20 @@ import {
  * triggers run there too.)
  */
 const sizeOf = (row: string): string => `length(CAST(${row}messages AS BLOB)) + length(CAST(${row}answer AS BLOB))`;
+
+/**
+ * The length of a text column in UTF-16 code units, as JavaScript counts it, in SQL: its
+ * characters (`length`), plus one for each beyond U+FFFF (two code units each), which are those
+ * whose UTF-8 starts with a byte from F0 to F4, a byte no other character's UTF-8 holds; those
+ * are counted as the bytes `replace` takes out of the text's UTF-8. A text of ASCII alone (as
+ * many bytes as characters) is not looked through for them. The text is not read into JavaScript.
+ */
+const utf16Length = (column: string): string => {
+  let rest = `CAST(${column} AS BLOB)`;
+  for (const lead of ['F0', 'F1', 'F2', 'F3', 'F4']) rest = `replace(${rest}, X'${lead}', '')`;
+  return `(CASE WHEN octet_length(${column}) = length(${column}) THEN length(${column})
+    ELSE length(${column}) + octet_length(${column}) - length(CAST(${rest} AS BLOB)) END)`;
+};
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE accounts (
@@ -300,6 +316,37 @@ export const toEntry = (r: EntryRow): Entry => ({
   lastHitAt: r.last_hit_at,
   usageCount: r.usage_count,
   lookupMsTotal: r.lookup_ms_total,
+});
+
+interface PreviewRow extends Omit<EntryRow, 'messages' | 'query_text' | 'prefix_text' | 'answer' | 'vector' | 'prefix_vector'> {
+  has_vector: number;
+  query_preview: string;
+  query_length: number;
+  answer_preview: string;
+  answer_length: number;
+}
+
+const toPreview = (r: PreviewRow, chars: number): EntryPreview => ({
+  id: r.id,
+  publicId: r.public_id,
+  accountId: r.account_id,
+  exactHash: r.exact_hash,
+  contextHash: r.context_hash,
+  namespace: r.namespace,
+  prefixHash: r.prefix_hash,
+  model: r.model,
+  tokens: r.tokens,
+  embedderId: r.embedder_id,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+  lastHitAt: r.last_hit_at,
+  usageCount: r.usage_count,
+  lookupMsTotal: r.lookup_ms_total,
+  hasVector: r.has_vector === 1,
+  queryPreview: cutText(r.query_preview, chars),
+  queryLength: r.query_length,
+  answerPreview: cutText(r.answer_preview, chars),
+  answerLength: r.answer_length,
 });
 
 const toUsage = (r: UsageDbRow): UsageBucket => ({
@@ -1006,6 +1053,23 @@ export class SqliteStore implements Store {
   }
 
   async listEntries(accountId: string, opts: EntryListOptions): Promise<EntryPage> {
+    const { rows, total } = await this.listRows<EntryRow>(accountId, opts, '*');
+    return { entries: rows.map(toEntry), total };
+  }
+
+  async listEntryPreviews(accountId: string, opts: EntryListOptions, chars: number): Promise<EntryPreviewPage> {
+    // `substr` counts characters: `chars` of them are `chars` UTF-16 code units at least, cut to
+    // that in JavaScript.
+    const n = Math.max(0, Math.floor(chars));
+    const columns = `${PREVIEW_COLUMNS}, vector IS NOT NULL AS has_vector,
+      substr(query_text, 1, ${n}) AS query_preview, ${utf16Length('query_text')} AS query_length,
+      substr(answer, 1, ${n}) AS answer_preview, ${utf16Length('answer')} AS answer_length`;
+    const { rows, total } = await this.listRows<PreviewRow>(accountId, opts, columns);
+    return { entries: rows.map((r) => toPreview(r, n)), total };
+  }
+
+  /** A page of an account's live entries, of the columns named (see `listEntries`). */
+  private async listRows<R>(accountId: string, opts: EntryListOptions, columns: string): Promise<{ rows: R[]; total: number }> {
     // Expired entries are gone for the account already, before the sweep deletes them.
     const where = ['account_id = ?', '(expires_at IS NULL OR expires_at > ?)'];
     const args: unknown[] = [accountId, new Date().toISOString()];
@@ -1016,6 +1080,13 @@ export class SqliteStore implements Store {
       args.push(opts.namespace);
     }
     const order = ORDER_SQL[opts.order ?? 'recent'];
+    // Other columns than the row's own are computed for the page's rows alone, once they are
+    // chosen, not for every row sorted.
+    const select = (whereSql: string) =>
+      columns === '*'
+        ? `SELECT * FROM entries WHERE ${whereSql} ORDER BY ${order} LIMIT ? OFFSET ?`
+        : `SELECT ${columns} FROM (SELECT id FROM entries WHERE ${whereSql} ORDER BY ${order} LIMIT ? OFFSET ?) AS page
+             JOIN entries USING (id) ORDER BY ${order}`;
     if (opts.q) {
       // SQLite's LIKE ignores the case of ASCII letters only: a search with other letters compares
       // both sides lower-cased by JavaScript ("CAFÉ" finds "café"), at a function call per row.
@@ -1036,16 +1107,14 @@ export class SqliteStore implements Store {
         await nextPass();
       }
       const rows = this.db
-        .prepare(`SELECT * FROM entries WHERE account_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY ${order} LIMIT ? OFFSET ?`)
-        .all(accountId, JSON.stringify(ids), opts.perPage, (opts.page - 1) * opts.perPage) as EntryRow[];
-      return { entries: rows.map(toEntry), total: ids.length };
+        .prepare(select('account_id = ? AND id IN (SELECT value FROM json_each(?))'))
+        .all(accountId, JSON.stringify(ids), opts.perPage, (opts.page - 1) * opts.perPage) as R[];
+      return { rows, total: ids.length };
     }
     const sqlWhere = where.join(' AND ');
     const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM entries WHERE ${sqlWhere}`).get(...args) as { n: number }).n;
-    const rows = this.db
-      .prepare(`SELECT * FROM entries WHERE ${sqlWhere} ORDER BY ${order} LIMIT ? OFFSET ?`)
-      .all(...args, opts.perPage, (opts.page - 1) * opts.perPage) as EntryRow[];
-    return { entries: rows.map(toEntry), total };
+    const rows = this.db.prepare(select(sqlWhere)).all(...args, opts.perPage, (opts.page - 1) * opts.perPage) as R[];
+    return { rows, total };
   }
 
   async deleteEntry(accountId: string, publicId: number): Promise<DeletedEntry | null> {

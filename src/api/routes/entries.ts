@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { promptHash } from '../../cache/canonical.ts';
-import type { Entry, EntryOrder, HitDelta } from '../../store/interface.ts';
+import type { Entry, EntryOrder, EntryPreview, HitDelta } from '../../store/interface.ts';
 import type { AppContext } from '../context.ts';
 import { ApiError, invalid } from '../errors.ts';
 import {
@@ -48,18 +48,19 @@ const entryListQueryDoc = {
 };
 
 /**
- * An entry as listed, with the hits counted on this node and not yet written (`pending`) added
- * to its count, its mean lookup time and its last hit, when they were on its current answer.
+ * The figures of an entry as listed, with the hits counted on this node and not yet written
+ * (`pending`) added to its count, its mean lookup time and its last hit, when they were on its
+ * current answer.
  */
-export function entrySummary(e: Entry, pending?: Readonly<HitDelta>) {
+function entryFigures(
+  e: Omit<EntryPreview, 'queryPreview' | 'queryLength' | 'answerPreview' | 'answerLength'>,
+  pending?: Readonly<HitDelta>,
+) {
   const p = pending !== undefined && pending.createdAt === e.createdAt ? pending : undefined;
   const hits = e.usageCount + (p?.count ?? 0);
   const lookupMs = e.lookupMsTotal + (p?.lookupMs ?? 0);
   const lastHitAt = p !== undefined && (e.lastHitAt === null || p.at > e.lastHitAt) ? p.at : e.lastHitAt;
   return {
-    id: e.publicId,
-    question: e.queryText,
-    answer: e.answer,
     model: e.model,
     namespace: e.namespace,
     tokens: e.tokens,
@@ -68,8 +69,14 @@ export function entrySummary(e: Entry, pending?: Readonly<HitDelta>) {
     created_at: e.createdAt,
     last_hit_at: lastHitAt,
     expires_at: e.expiresAt,
-    cache_types: e.vector ? ['exact', 'semantic'] : ['exact'],
+    cache_types: e.hasVector ? ['exact', 'semantic'] : ['exact'],
   };
+}
+
+/** An entry as listed (see `entryFigures`). */
+export function entrySummary(e: Entry, pending?: Readonly<HitDelta>) {
+  const { model, ...figures } = entryFigures({ ...e, hasVector: e.vector !== null }, pending);
+  return { id: e.publicId, question: e.queryText, answer: e.answer, model, ...figures };
 }
 
 export function entryDetail(e: Entry, pending?: Readonly<HitDelta>) {
@@ -83,6 +90,31 @@ export async function listEntries(ctx: AppContext, accountId: string, q: EntryLi
   const { entries, total } = await ctx.store.listEntries(accountId, { page, perPage, q: q.q, namespace: q.namespace, order: q.order });
   return {
     data: entries.map((e) => entrySummary(e, ctx.cache.pendingHits(e.id))),
+    pagination: { page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) },
+  };
+}
+
+/**
+ * A page of an account's entries as the dashboard lists them: the first `chars` UTF-16 code
+ * units of each question and answer and their lengths, in place of the whole texts.
+ */
+export async function listEntryPreviews(ctx: AppContext, accountId: string, q: EntryListQuery, chars: number) {
+  const page = whole('page', q.page, 1, 1, 1_000_000);
+  const perPage = whole('per_page', q.per_page, 20, 1, 100);
+  const { entries, total } = await ctx.store.listEntryPreviews(
+    accountId,
+    { page, perPage, q: q.q, namespace: q.namespace, order: q.order },
+    chars,
+  );
+  return {
+    data: entries.map((e) => ({
+      id: e.publicId,
+      ...entryFigures(e, ctx.cache.pendingHits(e.id)),
+      question_preview: e.queryPreview,
+      question_length: e.queryLength,
+      answer_preview: e.answerPreview,
+      answer_length: e.answerLength,
+    })),
     pagination: { page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) },
   };
 }

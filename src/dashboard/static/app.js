@@ -23,8 +23,17 @@
   const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '—');
   // The list of entries carries the start of a question (its `_preview`) and its whole length.
   const preview = (e, field) => `${e[`${field}_preview`]}${e[`${field}_length`] > e[`${field}_preview`].length ? '…' : ''}`;
+  // As the server writes its figures (formatUsd in src/cache/pricing.ts): under a cent, the first
+  // two figures however far they are ($0.00003, not $0.00), and a bound under a millionth of a dollar.
   const fmtUsd = (n) =>
-    n.toLocaleString('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 4 });
+    n > 0 && n < 0.000001
+      ? '< $0.000001'
+      : n.toLocaleString('en-US', {
+          style: 'currency',
+          currency: 'USD',
+          minimumFractionDigits: 2,
+          maximumFractionDigits: n > 0 && n < 0.01 ? Math.max(4, 1 - Math.floor(Math.log10(n))) : 4,
+        });
   const esc = (s) =>
     String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
@@ -452,6 +461,9 @@
     try {
       signedIn(await api('/login', { method: 'POST', body: { account: $('#login-account').value, password: $('#login-password').value } }));
       $('#login-password').value = '';
+      // The form is gone, and the focus with it (to the top of the page): it goes to the heading
+      // of the tab shown, where a screen reader says where it is and the next Tab goes on.
+      $(`#tab-${state.tab} h1`).focus();
     } catch (e) {
       $('#login-error').textContent = e.message;
       $('#login-error').hidden = false;
