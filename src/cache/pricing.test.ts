@@ -52,8 +52,9 @@ describe('pricing', () => {
     assert.equal(formatUsd(0.00012345), '$0.00012');
     assert.equal(formatUsd(0.0012345), '$0.0012');
     assert.equal(formatUsd(0.000001), '$0.000001');
-    // Below a millionth of a dollar (one token of a cheap model), a bound.
-    assert.equal(formatUsd(pricing.cost('gpt-4o-mini', 1)), '< $0.000001');
+    // Below a millionth of a dollar (one token of a cheap model), still an amount.
+    assert.equal(formatUsd(pricing.cost('gpt-4o-mini', 1)), '$0.0000006');
+    assert.equal(formatUsd(0.00000015), '$0.00000015');
     assert.equal(formatUsd(0.01), '$0.01');
     assert.equal(formatUsd(1234.5), '$1,234.50');
   });

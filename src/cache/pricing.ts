@@ -108,18 +108,15 @@ export class Pricing {
   }
 }
 
-/** Below this, an amount saved is shown as a bound: `< $0.000001`. */
-const SMALLEST_USD = 0.000001;
-
 /**
  * Formats dollars as the usage body's currency string, e.g. `$12.35`. Amounts under a cent keep
  * four decimals, and as many more as their first two figures need (`$0.0006`, `$0.000046`): four
- * alone showed a few tokens of a cheap model as `$0.0000`, as if nothing were saved. Under a
- * millionth of a dollar, `< $0.000001`. Nothing saved is `$0.00`. The dashboard's charts format
+ * alone showed a few tokens of a cheap model as `$0.0000`, as if nothing were saved; one token of
+ * `llama-3.1-8b` is `$0.0000002`: the string stays an amount a client can read back. Nothing saved
+ * is `$0.00`. The dashboard's charts format
  * their figures the same way (`fmtUsd` in src/dashboard/static/app.js).
  */
 export function formatUsd(amount: number): string {
-  if (amount > 0 && amount < SMALLEST_USD) return `< $${SMALLEST_USD.toFixed(6)}`;
   if (amount > 0 && amount < 0.01) {
     const decimals = Math.max(4, 1 - Math.floor(Math.log10(amount)));
     return `$${amount.toFixed(decimals).replace(/(\.\d{4}\d*?)0+$/, '$1')}`;

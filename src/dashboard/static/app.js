@@ -24,16 +24,14 @@
   // The list of entries carries the start of a question (its `_preview`) and its whole length.
   const preview = (e, field) => `${e[`${field}_preview`]}${e[`${field}_length`] > e[`${field}_preview`].length ? '…' : ''}`;
   // As the server writes its figures (formatUsd in src/cache/pricing.ts): under a cent, the first
-  // two figures however far they are ($0.00003, not $0.00), and a bound under a millionth of a dollar.
+  // two figures however far they are ($0.00003, not $0.00).
   const fmtUsd = (n) =>
-    n > 0 && n < 0.000001
-      ? '< $0.000001'
-      : n.toLocaleString('en-US', {
-          style: 'currency',
-          currency: 'USD',
-          minimumFractionDigits: 2,
-          maximumFractionDigits: n > 0 && n < 0.01 ? Math.max(4, 1 - Math.floor(Math.log10(n))) : 4,
-        });
+    n.toLocaleString('en-US', {
+      style: 'currency',
+      currency: 'USD',
+      minimumFractionDigits: 2,
+      maximumFractionDigits: n > 0 && n < 0.01 ? Math.max(4, 1 - Math.floor(Math.log10(n))) : 4,
+    });
   const esc = (s) =>
     String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
