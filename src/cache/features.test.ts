@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { analyse, aroundShared, putAsQuestion } from './features.ts';
+import { analyse, aroundShared, EXTRA_FEATURE_NAMES, extraPairFeatures, putAsQuestion } from './features.ts';
 
 const P =
   'The Treaty of Westphalia was signed in 1648 and ended the Thirty Years War in the Holy Roman Empire and the Eighty ' +
@@ -111,5 +111,43 @@ describe('analyse', () => {
     assert.notEqual(analyse('किताब').canonical, analyse('कताब').canonical);
     // Not in a question about the writing itself.
     assert.notEqual(analyse('How do you spell café?').canonical, analyse('How do you spell cafe?').canonical);
+  });
+});
+
+describe('extraPairFeatures', () => {
+  /** The named features of two texts. */
+  const featuresOf = (a: string, b: string): Record<string, number> => {
+    const values = extraPairFeatures(analyse(a), analyse(b));
+    assert.equal(values.length, EXTRA_FEATURE_NAMES.length);
+    return Object.fromEntries(EXTRA_FEATURE_NAMES.map((name, i) => [name, values[i] as number]));
+  };
+
+  test('words only one text has are told apart by whether they share a WordNet sense with one only the other has', () => {
+    // "mistake" / "error" share a sense; "fix" / "correct" do not.
+    const reworded = featuresOf('How do I fix this mistake in my essay?', 'How can I correct an error in my essay?');
+    assert.equal(reworded.unshared_kin, Math.log1p(2));
+    assert.equal(reworded.unshared_not_kin, Math.log1p(2));
+    // "python" / "java" (and "quickly") share none: all four words only one side has count as not kin.
+    const other = featuresOf('What is the best way to learn Python?', 'How do I learn Java quickly?');
+    assert.equal(other.unshared_kin, 0);
+    assert.equal(other.unshared_not_kin, Math.log1p(3));
+    assert.ok((other.unshared_not_kin_rarity_max as number) > 10, 'a rare word only one side has');
+    // The same content words: nothing unshared.
+    const same = featuresOf('Why is the sky blue?', 'why is the sky blue');
+    assert.deepEqual([same.unshared_kin, same.unshared_not_kin, same.unshared_not_kin_rarity_max], [0, 0, 0]);
+  });
+
+  test('roots overlap where words differ by a derivational ending', () => {
+    // "organization" / "organizing": other stems, one root.
+    assert.equal(featuresOf('What are the benefits of organization?', 'What are the benefits of organizing?').root_jaccard, 1);
+    assert.equal(featuresOf('How do I get happy?', 'What brings happiness?').root_jaccard, 1 / 2);
+  });
+
+  test('the word a question asks with: the same, another, or none to compare', () => {
+    assert.equal(featuresOf('Why is the sky blue?', 'Why does the sky look blue?').same_asking_word, 1);
+    assert.equal(featuresOf('Does it rain in Spain?', 'Did it rain in Spain?').same_asking_word, 1);
+    assert.equal(featuresOf('What is the best way to learn Python?', 'How do I learn Python?').same_asking_word, -1);
+    assert.equal(featuresOf('Tell me why the sky is blue', 'Why is the sky blue?').same_asking_word, 1);
+    assert.equal(featuresOf('the sky is blue', 'Why is the sky blue?').same_asking_word, 0);
   });
 });

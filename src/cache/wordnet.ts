@@ -163,3 +163,30 @@ export function sameSense(x: string, y: string): boolean {
   }
   return false;
 }
+
+/**
+ * The senses of words read so far (`senses`), forgotten all at once past 20,000 words: a few
+ * thousand cover a cache's requests, and a plain map is read several times faster than an `Lru`
+ * (a pair's features read the senses of every content word only one text has).
+ */
+const sensesRead = new Map<string, ReadonlySet<string>>();
+const SENSES_KEPT = 20_000;
+
+/**
+ * Every WordNet sense of a word, in lower case, in any part of speech, as written or as the lemmas
+ * its endings may stand for: two different words share one of them when `sameSense` says so. Empty
+ * for a word the table does not list.
+ */
+export function senses(word: string): ReadonlySet<string> {
+  let out = sensesRead.get(word);
+  if (out === undefined) {
+    const all = new Set<string>();
+    for (const pos of POS) {
+      for (const lemma of forms(word, pos)) for (const s of kinOf(lemma, pos)?.all ?? []) all.add(s);
+    }
+    out = all;
+    if (sensesRead.size >= SENSES_KEPT) sensesRead.clear();
+    sensesRead.set(word, out);
+  }
+  return out;
+}
