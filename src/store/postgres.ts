@@ -304,7 +304,8 @@ const toKey = (r: Row): ApiKey => ({
   revokedAt: strOrNull(r.revoked_at),
 });
 
-const toEntry = (r: Row): Entry => ({
+/** The columns an entry and its preview both carry. */
+const toEntryMeta = (r: Row): Omit<Entry, 'messages' | 'queryText' | 'prefixText' | 'answer' | 'vector' | 'prefixVector'> => ({
   id: num(r.id),
   publicId: num(r.public_id),
   accountId: String(r.account_id),
@@ -312,15 +313,9 @@ const toEntry = (r: Row): Entry => ({
   contextHash: String(r.context_hash),
   namespace: strOrNull(r.namespace),
   prefixHash: String(r.prefix_hash),
-  messages: JSON.parse(String(r.messages)) as Message[],
-  queryText: String(r.query_text),
-  prefixText: String(r.prefix_text),
-  answer: String(r.answer),
   model: String(r.model),
   tokens: num(r.tokens),
   embedderId: strOrNull(r.embedder_id),
-  vector: r.vector ? bufferToVector(r.vector as Buffer) : null,
-  prefixVector: r.prefix_vector ? bufferToVector(r.prefix_vector as Buffer) : null,
   createdAt: String(r.created_at),
   expiresAt: strOrNull(r.expires_at),
   lastHitAt: strOrNull(r.last_hit_at),
@@ -328,22 +323,18 @@ const toEntry = (r: Row): Entry => ({
   lookupMsTotal: num(r.lookup_ms_total ?? 0),
 });
 
+const toEntry = (r: Row): Entry => ({
+  ...toEntryMeta(r),
+  messages: JSON.parse(String(r.messages)) as Message[],
+  queryText: String(r.query_text),
+  prefixText: String(r.prefix_text),
+  answer: String(r.answer),
+  vector: r.vector ? bufferToVector(r.vector as Buffer) : null,
+  prefixVector: r.prefix_vector ? bufferToVector(r.prefix_vector as Buffer) : null,
+});
+
 const toPreview = (r: Row, chars: number): EntryPreview => ({
-  id: num(r.id),
-  publicId: num(r.public_id),
-  accountId: String(r.account_id),
-  exactHash: String(r.exact_hash),
-  contextHash: String(r.context_hash),
-  namespace: strOrNull(r.namespace),
-  prefixHash: String(r.prefix_hash),
-  model: String(r.model),
-  tokens: num(r.tokens),
-  embedderId: strOrNull(r.embedder_id),
-  createdAt: String(r.created_at),
-  expiresAt: strOrNull(r.expires_at),
-  lastHitAt: strOrNull(r.last_hit_at),
-  usageCount: num(r.usage_count),
-  lookupMsTotal: num(r.lookup_ms_total ?? 0),
+  ...toEntryMeta(r),
   hasVector: r.has_vector === true,
   queryPreview: cutText(String(r.query_preview), chars),
   queryLength: num(r.query_length),

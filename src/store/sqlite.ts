@@ -294,7 +294,10 @@ const toHead = (r: EntryRow): EntryHead => ({
   lookupMsTotal: r.lookup_ms_total,
 });
 
-export const toEntry = (r: EntryRow): Entry => ({
+type EntryMeta = Omit<Entry, 'messages' | 'queryText' | 'prefixText' | 'answer' | 'vector' | 'prefixVector'>;
+
+/** The columns an entry and its preview both carry. */
+const toEntryMeta = (r: Omit<EntryRow, 'messages' | 'query_text' | 'prefix_text' | 'answer' | 'vector' | 'prefix_vector'>): EntryMeta => ({
   id: r.id,
   publicId: r.public_id,
   accountId: r.account_id,
@@ -302,20 +305,24 @@ export const toEntry = (r: EntryRow): Entry => ({
   contextHash: r.context_hash,
   namespace: r.namespace,
   prefixHash: r.prefix_hash,
-  messages: JSON.parse(r.messages) as Message[],
-  queryText: r.query_text,
-  prefixText: r.prefix_text,
-  answer: r.answer,
   model: r.model,
   tokens: r.tokens,
   embedderId: r.embedder_id,
-  vector: r.vector ? bufferToVector(r.vector) : null,
-  prefixVector: r.prefix_vector ? bufferToVector(r.prefix_vector) : null,
   createdAt: r.created_at,
   expiresAt: r.expires_at,
   lastHitAt: r.last_hit_at,
   usageCount: r.usage_count,
   lookupMsTotal: r.lookup_ms_total,
+});
+
+export const toEntry = (r: EntryRow): Entry => ({
+  ...toEntryMeta(r),
+  messages: JSON.parse(r.messages) as Message[],
+  queryText: r.query_text,
+  prefixText: r.prefix_text,
+  answer: r.answer,
+  vector: r.vector ? bufferToVector(r.vector) : null,
+  prefixVector: r.prefix_vector ? bufferToVector(r.prefix_vector) : null,
 });
 
 interface PreviewRow extends Omit<EntryRow, 'messages' | 'query_text' | 'prefix_text' | 'answer' | 'vector' | 'prefix_vector'> {
@@ -327,21 +334,7 @@ interface PreviewRow extends Omit<EntryRow, 'messages' | 'query_text' | 'prefix_
 }
 
 const toPreview = (r: PreviewRow, chars: number): EntryPreview => ({
-  id: r.id,
-  publicId: r.public_id,
-  accountId: r.account_id,
-  exactHash: r.exact_hash,
-  contextHash: r.context_hash,
-  namespace: r.namespace,
-  prefixHash: r.prefix_hash,
-  model: r.model,
-  tokens: r.tokens,
-  embedderId: r.embedder_id,
-  createdAt: r.created_at,
-  expiresAt: r.expires_at,
-  lastHitAt: r.last_hit_at,
-  usageCount: r.usage_count,
-  lookupMsTotal: r.lookup_ms_total,
+  ...toEntryMeta(r),
   hasVector: r.has_vector === 1,
   queryPreview: cutText(r.query_preview, chars),
   queryLength: r.query_length,
